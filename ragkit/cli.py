@@ -1,0 +1,268 @@
+"""Command line: ``python -m ragkit ingest|docs|search|delete|tag|reindex|ask|sessions|eval|bench``.
+
+Every command exits 0 on success and non-zero with a one-line reason on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import SettingsError, load_settings
+from .loaders import SUPPORTED_TYPES
+
+
+class CommandError(RuntimeError):
+    """A failure to report as one line and exit code 1."""
+
+
+def _kb(args):
+    from .kb import KnowledgeBase
+
+    return KnowledgeBase(load_settings(**_overrides(args)))
+
+
+def _overrides(args) -> dict:
+    return {"data_dir": Path(args.data_dir)} if getattr(args, "data_dir", None) else {}
+
+
+def expand_paths(paths: list[str]) -> list[Path]:
+    """Files named directly plus supported files found under named directories."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_TYPES))
+        else:
+            found.append(path)
+    return found
+
+
+def cmd_ingest(args) -> int:
+    from tqdm import tqdm
+
+    files = expand_paths(args.paths)
+    if not files:
+        raise CommandError("no supported files found in " + ", ".join(args.paths))
+    kb = _kb(args)
+    tags = args.tags.split(",") if args.tags else []
+    results = []
+    with kb.batch(), tqdm(total=len(files), unit="file", disable=len(files) < 2 or args.json, file=sys.stderr) as bar:
+        for path in files:
+            bar.set_description(path.name[:30])
+            results.append(kb.ingest(path, tags=tags))
+            bar.update(1)
+    for result in results:
+        if args.json:
+            print(json.dumps(result.to_dict(), ensure_ascii=False))
+        else:
+            mark = {"added": "+", "new_version": "~", "unchanged": "=", "refused": "!"}[result.status]
+            doc = f" [{result.document.id}]" if result.document else ""
+            print(f"{mark} {result.status:<11} {result.message}{doc}")
+    refused = [r for r in results if not r.ok]
+    if refused:
+        raise CommandError(f"{len(refused)} of {len(results)} files refused")
+    return 0
+
+
+def cmd_docs(args) -> int:
+    kb = _kb(args)
+    documents = kb.documents()
+    if args.json:
+        print(json.dumps([d.to_dict() for d in documents], ensure_ascii=False))
+        return 0
+    if not documents:
+        print("no documents yet: python -m ragkit ingest FILE...")
+        return 0
+    from datetime import datetime
+
+    header = f"{'id':<12}  {'title':<32} {'type':<8} {'pages':>5} {'chunks':>6}  {'tags':<16} {'ver':>3}  added"
+    print(header)
+    for d in documents:
+        added = datetime.fromtimestamp(d.created_at).strftime("%Y-%m-%d %H:%M")
+        print(f"{d.id:<12}  {_clip(d.title, 32):<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  {_clip(','.join(d.tags), 16):<16} {d.version:>3}  {added}")
+    return 0
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _filters(args):
+    from .retrieval import SearchFilters
+
+    return SearchFilters(
+        doc_ids=args.doc or None,
+        tags=args.tag or None,
+        doc_types=args.type or None,
+    )
+
+
+def cmd_search(args) -> int:
+    kb = _kb(args)
+    hits = kb.search(args.query, k=args.k, filters=_filters(args))
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
+        return 0
+    if not hits:
+        print("no results" + ("" if any(c.isalnum() for c in args.query) else " (the query has no searchable words)"))
+        return 0
+    for rank, hit in enumerate(hits, start=1):
+        dense = f"{hit.dense_score:.3f}" if hit.dense_score is not None else "-"
+        lexical = f"{hit.lexical_score:.2f}" if hit.lexical_score is not None else "-"
+        print(f"{rank}. {hit.title} ({hit.filename}, p.{hit.page})  score {hit.score:.3f}  dense {dense}  bm25 {lexical}")
+        print("   " + " ".join(hit.text.split())[:300])
+    return 0
+
+
+def cmd_delete(args) -> int:
+    kb = _kb(args)
+    for doc_id in args.ids:
+        try:
+            record = kb.delete(doc_id)
+        except KeyError as exc:
+            raise CommandError(str(exc.args[0])) from None
+        print(f"deleted {record.id} ({record.filename})")
+    return 0
+
+
+def cmd_tag(args) -> int:
+    kb = _kb(args)
+    try:
+        record = kb.update_metadata(args.id, tags=args.tags.split(",") if args.tags is not None else None, title=args.title)
+    except KeyError as exc:
+        raise CommandError(str(exc.args[0])) from None
+    print(f"{record.id}: title={record.title!r} tags={','.join(record.tags)}")
+    return 0
+
+
+def cmd_reindex(args) -> int:
+    from .kb import KnowledgeBase, EmbeddingModelMismatch
+    from .embeddings import make_embedder
+    from .store import Registry
+
+    settings = load_settings(**_overrides(args))
+    try:
+        kb = KnowledgeBase(settings)
+    except EmbeddingModelMismatch:
+        registry = Registry(settings.data_path / "registry.sqlite3")
+        registry.set_meta("embedding_model", make_embedder(settings).name)
+        registry.close()
+        kb = KnowledgeBase(settings)
+    done = kb.reindex()
+    print(f"re-embedded {done} chunks with {kb.embedder.name}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from tqdm import tqdm
+
+    from .eval import run_eval
+
+    bars: dict[str, tqdm] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            bars[stage] = tqdm(total=total, desc=stage, unit="item", file=sys.stderr, leave=False)
+        bars[stage].update(1)
+
+    settings = load_settings(**_overrides(args))
+    summary = run_eval(args.path, settings, with_answers=args.answers, limit=args.limit, progress=progress)
+    for bar in bars.values():
+        bar.close()
+    width = max(len(key) for key in summary)
+    for key, value in summary.items():
+        print(f"{key:<{width}}  {value}")
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    summary = run_bench(load_settings(**_overrides(args)), documents=args.documents, queries=args.queries)
+    width = max(len(key) for key in summary)
+    for key, value in summary.items():
+        print(f"{key:<{width}}  {value}")
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree for every command."""
+    parser = argparse.ArgumentParser(prog="python -m ragkit", description="ragkit knowledge base")
+    parser.add_argument("--data-dir", help="data directory (default: RAGKIT_DATA_DIR or ./data)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="add files or directories to the knowledge base")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("docs", help="list documents")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_docs)
+
+    p = sub.add_parser("search", help="hybrid search")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=5)
+    p.add_argument("--doc", action="append", help="restrict to a document id (repeatable)")
+    p.add_argument("--tag", action="append", help="restrict to a tag (repeatable)")
+    p.add_argument("--type", action="append", help="restrict to a type: pdf, docx, txt, markdown...")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("delete", help="delete documents by id")
+    p.add_argument("ids", nargs="+")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("tag", help="set a document's tags and/or title")
+    p.add_argument("id")
+    p.add_argument("--tags", help="comma-separated tags (replaces the old ones)")
+    p.add_argument("--title")
+    p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("reindex", help="re-embed all chunks with the configured embedding model")
+    p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser("eval", help="measure retrieval (and answer) quality on a SQuAD-format file")
+    p.add_argument("path")
+    p.add_argument("--answers", action="store_true", help="also measure the extractive answers")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("bench", help="speed and memory figures")
+    p.add_argument("--documents", type=int, default=200)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (CommandError, SettingsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from .kb import KnowledgeBaseError
+
+        if isinstance(exc, KnowledgeBaseError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

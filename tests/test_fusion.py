@@ -1,0 +1,53 @@
+"""Fusion of dense and lexical rankings, and the bilingual search tokenizer."""
+
+from ragkit.retrieval import dense_weight_for, fuse_scores
+from ragkit.text import is_cjk_text, search_tokens
+
+LEXICAL = [("a", 12.0), ("b", 11.0), ("c", 3.0)]
+DENSE = [("c", 0.61), ("d", 0.60), ("a", 0.20)]
+
+
+def test_weight_zero_is_exactly_the_lexical_ranking():
+    assert [item for item, _ in fuse_scores(DENSE, LEXICAL, 0.0)] == ["a", "b", "c"]
+
+
+def test_weight_one_is_exactly_the_dense_ranking():
+    assert [item for item, _ in fuse_scores(DENSE, LEXICAL, 1.0)] == ["c", "d", "a"]
+
+
+def test_small_dense_weight_cannot_overturn_a_confident_lexical_top_hit():
+    # Weighted rank fusion would put "c" first here (dense rank 1 + lexical rank 3).
+    fused = fuse_scores(DENSE, LEXICAL, 0.1)
+    assert fused[0][0] == "a"
+
+
+def test_balanced_weight_rewards_agreement():
+    fused = fuse_scores([("x", 0.9), ("y", 0.5), ("z", 0.1)], [("y", 10.0), ("x", 9.5), ("w", 1.0)], 0.5)
+    assert fused[0][0] == "x"
+
+
+def test_one_side_empty_keeps_the_other():
+    assert [item for item, _ in fuse_scores([], LEXICAL, 0.5)] == ["a", "b", "c"]
+    assert [item for item, _ in fuse_scores(DENSE, [], 0.5)] == ["c", "d", "a"]
+    assert fuse_scores([], [], 0.5) == []
+
+
+def test_dense_weight_follows_the_script_of_the_query():
+    assert dense_weight_for("茶园几点开放？", 0.5, 0.1) == 0.1
+    assert dense_weight_for("When does the garden open?", 0.5, 0.1) == 0.5
+    assert is_cjk_text("LangGraph 是什么？") and not is_cjk_text("What is LangGraph?")
+
+
+def test_chinese_tokens_combine_words_and_bigrams_and_split_from_digits():
+    tokens = search_tokens("若游戏中离，则4分钟内不得进行配对？")
+    assert "游戏" in tokens and "配对" in tokens and "4" in tokens and "分钟" in tokens
+    assert "中离" in tokens  # bigram even where jieba segments differently
+
+
+def test_english_tokens_drop_stopwords_and_fold_plurals():
+    assert search_tokens("What are the statues in front of the buildings?") == ["statue", "front", "building"]
+
+
+def test_punctuation_only_has_no_tokens():
+    assert search_tokens("？？！...!!") == []
+    assert search_tokens("") == []
