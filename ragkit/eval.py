@@ -136,7 +136,7 @@ def answer_metrics(kb, items: list[QAItem], report) -> dict:
     for number, item in enumerate(items):
         t0 = time.perf_counter()
         hits = kb.search(item.question, k=kb.settings.top_k)
-        answer = extractive_answer(item.question, hits, kb.settings, kb.embedder)
+        answer = extractive_answer(item.question, hits, kb.settings, kb.embedder, kb.idf(item.question))
         latencies.append((time.perf_counter() - t0) * 1000)
         lengths.append(len(answer.text))
         if any(gold in answer.text for gold in item.answers):

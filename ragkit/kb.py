@@ -368,6 +368,12 @@ class KnowledgeBase:
             hits.append(hit)
         return hits
 
+    def idf(self, text: str) -> dict[str, float]:
+        """Inverse document frequency of the search tokens of ``text`` over the whole store."""
+        from .text import search_tokens
+
+        return self.lexical.idf(search_tokens(text))
+
     def _dense(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
         where = {"doc_id": {"$in": sorted(allowed)}} if allowed is not None else None
         vector = self.embedder.embed_query(query)

@@ -98,3 +98,18 @@ class LexicalIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.chunk_ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def idf(self, tokens: list[str]) -> dict[str, float]:
+        """BM25-style inverse document frequency of each token over the indexed chunks."""
+        with self._lock:
+            total = len(self.chunk_ids)
+            if self._bm25 is None or not total:
+                return {token: 1.0 for token in tokens}
+            vocab = self._bm25.vocab_dict
+            indptr = self._bm25.scores["indptr"]
+            weights = {}
+            for token in tokens:
+                token_id = vocab.get(token)
+                frequency = int(indptr[token_id + 1] - indptr[token_id]) if token_id is not None else 0
+                weights[token] = float(np.log(1 + (total - frequency + 0.5) / (frequency + 0.5)))
+            return weights

@@ -1,0 +1,87 @@
+"""ChatEngine: cited, multi-turn answers over the knowledge base, one call per question.
+
+    engine = ChatEngine(settings, kb)
+    for event in engine.stream("demo", "What is LangGraph?"):
+        ...  # {"type": "token"|"reset"|"status"|"done", ...}
+    turn = engine.ask("demo", "What are its main features?")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict
+
+from .config import Settings
+from .graph import build_graph
+from .graph.nodes import RagNodes
+from .history import HistoryManager, Turn, validate_session_id
+from .kb import KnowledgeBase
+from .llm import ModelStatus, make_chat_model, model_status
+from .retrieval import SearchFilters
+
+
+class QuestionError(ValueError):
+    """A question that cannot be asked (empty, punctuation only, too long)."""
+
+
+MAX_QUESTION_CHARS = 4000
+
+
+def check_question(question: str) -> str:
+    """The trimmed question, or QuestionError saying what is wrong with it."""
+    text = (question or "").strip()
+    if not text:
+        raise QuestionError("Please type a question first. / 请先输入问题。")
+    if not any(ch.isalnum() for ch in text):
+        raise QuestionError("The question has no words in it, only punctuation. / 问题里只有标点符号，请输入文字。")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"The question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}.")
+    return text
+
+
+class ChatEngine:
+    """The conversational graph plus the session history it reads and writes."""
+
+    def __init__(self, settings: Settings, kb: KnowledgeBase, history: HistoryManager | None = None, llm=None):
+        self.settings = settings
+        self.kb = kb
+        self.history = history or HistoryManager(settings.data_path / "sessions.sqlite3")
+        self.llm = llm if llm is not None else make_chat_model(settings)
+        self.graph = build_graph(RagNodes(settings, kb, self.history, self.llm))
+
+    @property
+    def status(self) -> ModelStatus:
+        """The active answer mode."""
+        return model_status(self.settings) if self.llm is not None else ModelStatus("extractive", "", "")
+
+    def _input(self, session_id: str, question: str, filters: SearchFilters | None) -> dict:
+        validate_session_id(session_id)
+        question = check_question(question)
+        history = self.history.recent_exchanges(session_id, self.settings.history_turns, self.settings.history_tokens)
+        return {
+            "session_id": session_id,
+            "question": question,
+            "filters": asdict(filters) if filters and not filters.is_empty() else {},
+            "history": history,
+            "timings": {},
+            "usage": {},
+        }
+
+    def stream(self, session_id: str, question: str, filters: SearchFilters | None = None) -> Iterator[dict]:
+        """Run one turn, yielding events; the last is {"type": "done", "turn": Turn}."""
+        state = self._input(session_id, question, filters)
+        final: dict = {}
+        for mode, payload in self.graph.stream(state, stream_mode=["custom", "values"]):
+            if mode == "custom":
+                yield payload
+            else:
+                final = payload
+        yield {"type": "done", "turn": final["turn"]}
+
+    def ask(self, session_id: str, question: str, filters: SearchFilters | None = None) -> Turn:
+        """Run one turn and return the recorded Turn."""
+        turn = None
+        for event in self.stream(session_id, question, filters):
+            if event["type"] == "done":
+                turn = event["turn"]
+        return turn

@@ -1,0 +1,102 @@
+"""Citations as structured data: numbered sources and the [n] markers that point at them.
+
+Sources are built from the retrieved chunks, not parsed back out of the answer. The
+answer's markers are then checked against the list: a marker with no source is
+removed, and sources no marker points at are kept as "also retrieved".
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import asdict, dataclass
+
+from .retrieval import SearchHit
+
+MARKER_RE = re.compile(r"\[(\d{1,3}(?:\s*[,，]\s*\d{1,3})*)\]")
+_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+
+
+@dataclass
+class Source:
+    """One numbered source of an answer."""
+
+    n: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    filename: str
+    page: int
+    text: str  # the whole retrieved chunk
+    quote: str  # the part the answer relies on (the chunk when unknown)
+    start: int
+    end: int
+    score: float
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    cited: bool = False
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON and storage."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Source":
+        """Inverse of to_dict (unknown keys ignored)."""
+        fields = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in data.items() if key in fields})
+
+
+def sources_from_hits(hits: list[SearchHit]) -> list[Source]:
+    """Number retrieved chunks 1..n in rank order."""
+    return [
+        Source(
+            n=index,
+            chunk_id=hit.chunk_id,
+            doc_id=hit.doc_id,
+            title=hit.title,
+            filename=hit.filename,
+            page=hit.page,
+            text=hit.text,
+            quote=hit.text,
+            start=hit.start,
+            end=hit.end,
+            score=round(hit.score, 4),
+            dense_score=None if hit.dense_score is None else round(hit.dense_score, 4),
+            lexical_score=None if hit.lexical_score is None else round(hit.lexical_score, 4),
+        )
+        for index, hit in enumerate(hits, start=1)
+    ]
+
+
+def strip_html(text: str) -> str:
+    """Remove HTML tags a model may emit, and unescape entities, leaving plain text."""
+    return html.unescape(_TAG_RE.sub("", text))
+
+
+def validate_markers(answer: str, sources: list[Source]) -> str:
+    """Drop markers that name no source, normalise [1,2] to [1][2], flag cited sources."""
+    valid = {source.n for source in sources}
+    cited: set[int] = set()
+
+    def replace(match: re.Match) -> str:
+        numbers = [int(part) for part in re.split(r"\s*[,，]\s*", match.group(1))]
+        kept = [n for n in dict.fromkeys(numbers) if n in valid]
+        cited.update(kept)
+        return "".join(f"[{n}]" for n in kept)
+
+    cleaned = MARKER_RE.sub(replace, answer)
+    cleaned = re.sub(r"[ \t]+([.,;:!?。，；：！？])", r"\1", cleaned)
+    for source in sources:
+        source.cited = source.n in cited
+    return cleaned.strip()
+
+
+def cited_markers(answer: str) -> list[int]:
+    """The marker numbers in an answer, in order of first appearance."""
+    found: list[int] = []
+    for match in MARKER_RE.finditer(answer):
+        for part in re.split(r"\s*[,，]\s*", match.group(1)):
+            if int(part) not in found:
+                found.append(int(part))
+    return found

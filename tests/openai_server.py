@@ -1,0 +1,140 @@
+"""A small, real OpenAI-compatible HTTP server for tests.
+
+It speaks ``POST /v1/chat/completions`` (plain JSON and SSE streaming, with usage data)
+and ``GET /v1/models`` over real sockets on 127.0.0.1, so the real ``openai`` /
+``langchain-openai`` client is exercised end to end. What it answers is scripted by a
+``responder`` function; every request body is kept in ``requests`` for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    """What the server does with one request."""
+
+    content: str = "OK"
+    status: int = 200
+    delay_s: float = 0.0
+    chunk_chars: int = 4
+    break_after_chunks: int | None = None  # drop the connection mid-stream
+    usage: dict | None = field(default_factory=lambda: {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49})
+
+
+def default_responder(body: dict) -> Reply:
+    """Rewrites get a fixed standalone question; answers cite source 1 and a bogus 9."""
+    system = body["messages"][0]["content"]
+    if "standalone question" in system:
+        return Reply("What are the main features of LangGraph?")
+    return Reply("LangGraph builds stateful agents [1]. It also flies to the moon [9].")
+
+
+class FakeOpenAIServer:
+    """Start with ``with FakeOpenAIServer() as server: server.base_url``."""
+
+    def __init__(self, responder=default_responder):
+        self.responder = responder
+        self.requests: list[dict] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The /v1 URL to give the client."""
+        host, port = self._server.server_address
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def chat_requests(self, kind: str) -> list[dict]:
+        """Requests whose system prompt is a rewrite ('rewrite') or an answer ('answer')."""
+        def is_rewrite(body):
+            return "standalone question" in body["messages"][0]["content"]
+        return [b for b in self.requests if is_rewrite(b) == (kind == "rewrite")]
+
+    def _handler_class(self):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+                else:
+                    self._json(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                outer.requests.append(body)
+                reply = outer.responder(body)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.status != 200:
+                    self._json(reply.status, {"error": {"message": f"scripted failure {reply.status}", "type": "test"}})
+                    return
+                if body.get("stream"):
+                    self._stream(body, reply)
+                else:
+                    self._json(200, self._completion(body, reply))
+
+            def _json(self, status, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _completion(self, body, reply):
+                return {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model", "test-model"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
+                    "usage": reply.usage,
+                }
+
+            def _stream(self, body, reply):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": int(time.time()),
+                        "model": body.get("model", "test-model")}
+                pieces = [reply.content[i:i + reply.chunk_chars] for i in range(0, len(reply.content), reply.chunk_chars)]
+                for number, piece in enumerate(pieces):
+                    if reply.break_after_chunks is not None and number >= reply.break_after_chunks:
+                        self.wfile.write(b"data: {broken json")
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return
+                    chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                done = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                self.wfile.write(f"data: {json.dumps(done)}\n\n".encode())
+                if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
+                    usage = {**base, "choices": [], "usage": reply.usage}
+                    self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
