@@ -66,8 +66,8 @@ class Settings(BaseSettings):
     context_tokens: int = Field(default=2500, ge=200)
     history_tokens: int = Field(default=1200, ge=0)
     history_turns: int = Field(default=4, ge=0)
-    extractive_chars_cjk: int = Field(default=130, ge=20)
-    extractive_chars_latin: int = Field(default=320, ge=40)
+    extractive_chars_cjk: int = Field(default=165, ge=20)
+    extractive_chars_latin: int = Field(default=340, ge=40)
 
     @field_validator("chroma_url", "openai_api_key", "openai_base_url", mode="before")
     @classmethod

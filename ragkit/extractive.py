@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
 
 from .citations import Source, sources_from_hits
@@ -21,6 +23,24 @@ from .retrieval import SearchHit
 from .text import is_cjk_text, search_tokens, split_sentences
 
 EXTRACTIVE_LABEL = "extractive"
+CJK_FUNCTION_CHARS = frozenset("的了是在和与及或而也就都被把对从以为于之其这那个什么哪谁多少几怎样如何吗呢吧啊有没一我你他她它们中上下等")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How sentences are scored and picked, per script (tuned on the shared eval sets)."""
+
+    lexical_local: bool
+    semantic: float
+    characters: float
+    document_opening: float
+    rank_prior: float
+    keep_ratio: float  # further sentences must score at least this share of the best
+    add_next_sentence: bool
+
+
+CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.1, 0.15, 0.3, True)
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.05, 0.15, 0.5, False)
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
     "en": "I could not find anything about this in the knowledge base.",
@@ -53,18 +73,38 @@ def _candidates(hits: list[SearchHit], max_chunks: int) -> list[Candidate]:
     found = []
     for index, hit in enumerate(hits[:max_chunks]):
         for order, span in enumerate(split_sentences(hit.text)):
-            text = span.text.lstrip("#").strip()
+            if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
+                continue
+            text = span.text.strip()
             if sum(ch.isalnum() for ch in text) >= 2:
                 found.append(Candidate(text, index, order))
     return found
 
 
-def _lexical_scores(question_tokens: list[str], candidates: list[Candidate], idf: dict[str, float]) -> None:
+def _lexical_scores(question_tokens: list[str], candidates: list[Candidate], idf: dict[str, float], local: bool) -> None:
+    """Share of the question's weighted vocabulary each sentence contains.
+
+    With ``local`` the weights are IDF over the candidate sentences themselves: the topic
+    word that every retrieved sentence shares says nothing about which one answers.
+    """
     wanted = set(question_tokens)
-    mass = sum(idf.get(token, 1.0) for token in wanted) or 1.0
-    for candidate in candidates:
-        present = wanted & set(search_tokens(candidate.text))
-        candidate.lexical = sum(idf.get(token, 1.0) for token in present) / mass
+    sentence_tokens = [set(search_tokens(c.text)) for c in candidates]
+    if local:
+        total = len(candidates) or 1
+        weights = {t: math.log(1 + total / (1 + sum(t in tokens for tokens in sentence_tokens))) for t in wanted}
+    else:
+        weights = {t: idf.get(t, 1.0) for t in wanted}
+    mass = sum(weights.values()) or 1.0
+    for candidate, tokens in zip(candidates, sentence_tokens):
+        candidate.lexical = sum(weights[t] for t in wanted & tokens) / mass
+
+
+def _character_overlap(question: str, text: str) -> float:
+    """Share of the question's content characters (CJK) found in the sentence."""
+    wanted = {ch for ch in question if is_cjk_text(ch) and ch not in CJK_FUNCTION_CHARS}
+    if not wanted:
+        return 0.0
+    return sum(1 for ch in wanted if ch in text) / len(wanted)
 
 
 def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable | None) -> None:
@@ -105,50 +145,80 @@ def extractive_answer(
     if not hits:
         return ExtractiveAnswer(NO_ANSWER["zh" if cjk else "en"], sources, found=False)
     budget = settings.extractive_chars_cjk if cjk else settings.extractive_chars_latin
+    weights = CJK_WEIGHTS if cjk else LATIN_WEIGHTS
     question_tokens = search_tokens(question)
     candidates = _candidates(hits, settings.top_k)
-    _lexical_scores(question_tokens, candidates, idf or {})
+    _lexical_scores(question_tokens, candidates, idf or {}, weights.lexical_local)
     embed = (lambda texts: embedder.embed_documents(texts, batch_size=64)) if embedder is not None else None
-    _semantic_scores(question, candidates, embed)
-    semantic_weight = 0.15 if cjk else 0.45
+    if weights.semantic:
+        _semantic_scores(question, candidates, embed)
     for candidate in candidates:
-        rank_prior = 1.0 / (1.0 + 0.5 * candidate.source_index)
-        candidate.score = (1 - semantic_weight) * candidate.lexical + semantic_weight * candidate.semantic + 0.15 * rank_prior
-    chosen = _select(candidates, budget, set(question_tokens))
+        hit = hits[candidate.source_index]
+        opening = hit.position == 0 and candidate.order == 0
+        candidate.score = (
+            (1 - weights.semantic) * candidate.lexical
+            + weights.semantic * candidate.semantic
+            + weights.characters * _character_overlap(question, candidate.text)
+            + weights.document_opening * opening
+            + weights.rank_prior / (1.0 + 0.5 * candidate.source_index)
+        )
+    chosen = _select(candidates, budget, set(question_tokens), weights)
     return _compose(chosen, sources, cjk)
 
 
-def _select(candidates: list[Candidate], budget: int, question_tokens: set[str]) -> list[tuple[Candidate, str]]:
+def _select(candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights) -> list[tuple[Candidate, str]]:
+    """Best sentences first while they fit; the best one may bring the sentence after it."""
     ranked = sorted(candidates, key=lambda c: -c.score)
     chosen: list[tuple[Candidate, str]] = []
     used = 0
+
+    def take(candidate: Candidate, text: str) -> None:
+        nonlocal used
+        chosen.append((candidate, text))
+        used += len(text) + len(f"[{candidate.source_index + 1}]")
+
     for candidate in ranked:
-        marker_len = len(f"[{candidate.source_index + 1}]")
-        room = budget - used - marker_len
-        if chosen and (room < 12 or candidate.score < 0.5 * chosen[0][0].score):
+        room = budget - used - len(f"[{candidate.source_index + 1}]")
+        if chosen and (room < 12 or candidate.score < weights.keep_ratio * chosen[0][0].score):
             break
-        if any(candidate.text == existing.text for existing, _ in chosen):
+        if any(candidate is existing for existing, _ in chosen):
             continue
         if not chosen:
-            text = _fit(candidate.text, room, question_tokens)
+            take(candidate, _fit(candidate.text, room, question_tokens))
+            if weights.add_next_sentence:
+                following = _next_sentence(candidates, candidate)
+                if following is not None and used + len(following.text) + 4 <= budget:
+                    take(following, following.text)
         elif len(candidate.text) <= room:
-            text = candidate.text
-        else:
-            continue
-        chosen.append((candidate, text))
-        used += len(text) + marker_len + 1
+            take(candidate, candidate.text)
     return chosen
 
 
+def _next_sentence(candidates: list[Candidate], candidate: Candidate) -> Candidate | None:
+    for other in candidates:
+        if other.source_index == candidate.source_index and other.order == candidate.order + 1:
+            return other
+    return None
+
+
 def _compose(chosen: list[tuple[Candidate, str]], sources: list[Source], cjk: bool) -> ExtractiveAnswer:
-    chosen.sort(key=lambda pair: (pair[0].source_index, pair[0].order))  # reading order
-    quotes: dict[int, list[str]] = {}
-    parts = []
-    for candidate, text in chosen:
-        parts.append(f"{text}[{candidate.source_index + 1}]")
-        quotes.setdefault(candidate.source_index, []).append(text)
-    for index, texts in quotes.items():
-        sources[index].cited = True
-        sources[index].quote = " ".join(texts)
+    """Quote the chosen sentences in reading order; one marker per run from the same source."""
+    chosen.sort(key=lambda pair: (pair[0].source_index, pair[0].order))
     separator = "" if cjk else " "
+    runs: list[tuple[int, list[str]]] = []
+    previous: Candidate | None = None
+    for candidate, text in chosen:
+        contiguous = previous is not None and previous.source_index == candidate.source_index and previous.order + 1 == candidate.order
+        if contiguous:
+            runs[-1][1].append(text)
+        else:
+            runs.append((candidate.source_index, [text]))
+        previous = candidate
+    parts = []
+    for index, texts in runs:
+        quote = separator.join(texts)
+        parts.append(f"{quote}[{index + 1}]")
+        source = sources[index]
+        source.quote = quote if not source.cited else f"{source.quote} … {quote}"
+        source.cited = True
     return ExtractiveAnswer(separator.join(parts), sources)

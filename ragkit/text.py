@@ -16,7 +16,12 @@ _CJK_RE = re.compile(f"[{CJK_CHAR}]")
 _CJK_RUN_RE = re.compile(f"[{CJK_CHAR}]+")
 _WORD_RE = re.compile(rf"[{CJK_CHAR}]+|[^\W_{CJK_CHAR}]+(?:[.'’-][^\W_{CJK_CHAR}]+)*", re.UNICODE)
 # Sentence ends: CJK full stops (no space needed), Latin ones followed by space/end, newlines.
-_SENTENCE_END_RE = re.compile(r"[。！？；!?](?:[”’\"'）)」』]*)|\.(?=[”’\"')]*(?:\s|$))(?:[”’\"')]*)|\n+")
+_SENTENCE_END_RE = re.compile(
+    r"[。！？；!?](?:[”’\"'）)」』]*)"
+    r"|(?<!\b[A-Z])(?<!\bMr)(?<!\bDr)(?<!\bSt)(?<!\bMs)(?<!\bvs)(?<!\bNo)(?<!\bMrs)(?<!\be\.g)(?<!\bi\.e)"
+    r"\.(?=[”’\"')]*(?:\s|$))(?:[”’\"')]*)"
+    r"|\n+"
+)
 
 ENGLISH_STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how

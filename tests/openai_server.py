@@ -90,7 +90,10 @@ class FakeOpenAIServer:
                     self._json(reply.status, {"error": {"message": f"scripted failure {reply.status}", "type": "test"}})
                     return
                 if body.get("stream"):
-                    self._stream(body, reply)
+                    try:
+                        self._stream(body, reply)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # the client stopped reading (e.g. its token limit)
                 else:
                     self._json(200, self._completion(body, reply))
 

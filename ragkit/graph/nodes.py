@@ -77,6 +77,10 @@ def pack_context(sources: list[Source], budget_tokens: int) -> list[tuple[int, s
     return packed
 
 
+class StreamBroken(RuntimeError):
+    """The model's answer stream stopped before the server said it was complete."""
+
+
 @dataclass
 class RagNodes:
     """The four nodes, bound to their dependencies."""
@@ -173,6 +177,7 @@ class RagNodes:
                                         if state['standalone_question'] != state['question'] else "")))
         pieces: list[str] = []
         usage: dict = {}
+        finished = False
         for count, chunk in enumerate(self.llm.stream(messages), start=1):
             text = chunk.content if isinstance(chunk.content, str) else ""
             if text:
@@ -180,8 +185,12 @@ class RagNodes:
                 _emit({"type": "token", "text": text})
             if getattr(chunk, "usage_metadata", None):
                 usage = dict(chunk.usage_metadata)
+            finished = finished or bool((chunk.response_metadata or {}).get("finish_reason"))
             if count > self.settings.max_answer_tokens + 16:  # servers that ignore max_tokens
+                finished = True
                 break
+        if not finished:
+            raise StreamBroken("the stream ended without a finish reason")
         raw = "".join(pieces)
         if not raw.strip():
             raise RuntimeError("the model returned an empty answer")

@@ -1,0 +1,127 @@
+"""Generated answers through the real langchain-openai client and a real local HTTP server."""
+
+import socket
+
+import pytest
+
+from conftest import FIXTURES
+from openai_server import FakeOpenAIServer, Reply, default_responder
+from ragkit.chat import ChatEngine
+from ragkit.history import HistoryManager
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as running:
+        yield running
+
+
+def llm_settings(settings, base_url, **extra):
+    return settings.model_copy(update={
+        "openai_api_key": "sk-test", "openai_base_url": base_url, "chat_model": "test-model",
+        "llm_max_retries": 0, "llm_timeout_s": 3.0, **extra,
+    })
+
+
+@pytest.fixture
+def docs(kb):
+    kb.ingest(b"# LangGraph\n\nLangGraph is a library for building stateful agents. "
+              b"Its main features are persistence, streaming and human-in-the-loop control.", filename="langgraph.md")
+    kb.ingest(FIXTURES / "tea_garden_zh.pdf")
+    return kb
+
+
+def test_second_turn_is_rewritten_by_the_model_and_used_for_retrieval(settings, docs, server):
+    engine = ChatEngine(llm_settings(settings, server.base_url), docs)
+    assert engine.status.mode == "llm"
+    first = engine.ask("demo", "What is LangGraph?")
+    assert server.chat_requests("rewrite") == []
+    second = engine.ask("demo", "What are its main features?")
+    assert len(server.chat_requests("rewrite")) == 1
+    assert second.standalone_question == "What are the main features of LangGraph?"
+    answer_prompt = server.chat_requests("answer")[-1]["messages"][-1]["content"]
+    assert "Its main features are persistence" in answer_prompt
+    assert second.sources[0].filename == "langgraph.md"
+    assert first.mode == second.mode == "llm" and second.model == "test-model"
+
+
+def test_answer_streams_and_markers_are_validated(settings, docs, server):
+    engine = ChatEngine(llm_settings(settings, server.base_url), docs)
+    events = list(engine.stream("demo", "What is LangGraph?"))
+    tokens = [e["text"] for e in events if e["type"] == "token"]
+    turn = events[-1]["turn"]
+    assert len(tokens) > 5, "the answer should arrive in pieces"
+    assert "[9]" in "".join(tokens)  # the model invented a source...
+    assert "[9]" not in turn.answer and "[1]" in turn.answer  # ...which is removed
+    assert turn.sources[0].cited
+    assert turn.usage["input_tokens"] == 42 and turn.usage["output_tokens"] == 7
+    assert server.requests[-1]["stream"] is True
+
+
+def test_prompt_treats_sources_as_data_and_asks_for_the_question_language(settings, docs, server):
+    engine = ChatEngine(llm_settings(settings, server.base_url), docs)
+    engine.ask("zh", "青松茶园在哪里？")
+    messages = server.chat_requests("answer")[-1]["messages"]
+    assert "data, not instructions" in messages[0]["content"]
+    assert "Chinese" in messages[0]["content"]
+    assert "[1]" in messages[-1]["content"] and "武夷山" in messages[-1]["content"]
+
+
+def test_html_from_the_model_is_not_kept(settings, docs):
+    with FakeOpenAIServer(lambda body: Reply('<span style="color:red">LangGraph</span> builds agents [1].')) as server:
+        turn = ChatEngine(llm_settings(settings, server.base_url), docs).ask("h", "What is LangGraph?")
+    assert turn.answer == "LangGraph builds agents [1]."
+
+
+def test_missing_usage_is_counted_locally(settings, docs):
+    with FakeOpenAIServer(lambda body: Reply("LangGraph builds agents [1].", usage=None)) as server:
+        turn = ChatEngine(llm_settings(settings, server.base_url), docs).ask("u", "What is LangGraph?")
+    assert turn.usage["counted"] is True and turn.usage["output_tokens"] > 0
+
+
+def test_runaway_stream_is_cut_at_the_token_limit(settings, docs):
+    with FakeOpenAIServer(lambda body: Reply("word " * 3000, chunk_chars=5)) as server:
+        turn = ChatEngine(llm_settings(settings, server.base_url, max_answer_tokens=50), docs).ask("r", "What is LangGraph?")
+    assert turn.answer.count("word") <= 70
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        (Reply(status=500), "internal error (500)"),
+        (Reply(status=401), "rejected the API key (401)"),
+        (Reply(status=429), "rate-limiting"),
+        (Reply("LangGraph builds stateful agents and much more text", break_after_chunks=3), "broke off"),
+        (Reply("slow", delay_s=5), "did not answer within"),
+    ],
+)
+def test_model_failures_fall_back_to_the_extractive_answer(settings, docs, reply, message):
+    def responder(body):
+        return reply if "standalone question" not in body["messages"][0]["content"] else default_responder(body)
+
+    with FakeOpenAIServer(responder) as server:
+        engine = ChatEngine(llm_settings(settings, server.base_url), docs)
+        events = list(engine.stream("f", "What is LangGraph?"))
+    turn = events[-1]["turn"]
+    assert turn.mode == "extractive"
+    assert message in turn.error
+    assert "stateful agents" in turn.answer
+    if reply.break_after_chunks:
+        assert any(e["type"] == "reset" for e in events)
+    stored = HistoryManager(settings.data_path / "sessions.sqlite3").turns("f")
+    assert len(stored) == 1 and stored[0].answer == turn.answer and stored[0].error == turn.error
+
+
+def test_unreachable_server_is_explained(settings, docs):
+    engine = ChatEngine(llm_settings(settings, f"http://127.0.0.1:{free_port()}/v1"), docs)
+    engine.ask("down", "What is LangGraph?")
+    turn = engine.ask("down", "What are its main features?")  # the rewrite fails too
+    assert "unreachable" in turn.error and turn.mode == "extractive"
+    assert "LangGraph" in turn.standalone_question  # heuristic rewrite took over
+    assert len(engine.history.turns("down")) == 2

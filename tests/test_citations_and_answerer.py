@@ -1,0 +1,71 @@
+"""Citation markers are checked against real sources; the extractive answerer stays short."""
+
+from ragkit.citations import Source, cited_markers, strip_html, validate_markers
+from ragkit.config import Settings
+from ragkit.contextualize import clean_rewrite, heuristic_rewrite, needs_context
+from ragkit.extractive import extractive_answer
+from ragkit.retrieval import SearchHit
+
+
+def make_sources(count):
+    return [Source(n, f"c{n}", f"d{n}", f"T{n}", f"f{n}.txt", 1, "text", "text", 0, 4, 1.0) for n in range(1, count + 1)]
+
+
+def test_marker_with_no_source_is_removed_and_cited_sources_flagged():
+    sources = make_sources(2)
+    answer = validate_markers("Alpha [1]. Beta [9]. Gamma [2, 7].", sources)
+    assert answer == "Alpha [1]. Beta. Gamma [2]."
+    assert [s.cited for s in sources] == [True, True]
+
+
+def test_uncited_sources_stay_listed_as_also_retrieved():
+    sources = make_sources(3)
+    validate_markers("Only the first [1].", sources)
+    assert [s.cited for s in sources] == [True, False, False]
+    assert cited_markers("x [3][1] y [3]") == [3, 1]
+
+
+def test_model_html_is_stripped_to_text():
+    assert strip_html('<span style="color:red">Hi</span> <script>x</script>&amp;') == "Hi x&"
+
+
+def hit(text, n=0, doc="d"):
+    return SearchHit(f"{doc}-{n}", doc, text, "Title", "file.txt", "txt", 1, n, 0, len(text), 1.0 - n / 10)
+
+
+def test_extractive_answer_picks_the_matching_sentence_and_cites_it():
+    hits = [hit("The museum opens at nine. Tickets cost twelve euros. The cafe closes at five."),
+            hit("Parking is free on Sundays.", 1, "e")]
+    answer = extractive_answer("How much do tickets cost?", hits, Settings())
+    assert "twelve euros" in answer.text and answer.text.count("[1]") >= 1
+    assert answer.mode == "extractive" and answer.sources[0].cited
+
+
+def test_extractive_answer_respects_the_budget_on_long_text():
+    long_sentence = "茶园" + "很大" * 400 + "，门票六十元。"
+    answer = extractive_answer("门票多少钱？", [hit(long_sentence)], Settings())
+    assert len(answer.text) <= Settings().extractive_chars_cjk + 6
+    assert "门票六十元" in answer.text
+
+
+def test_extractive_without_hits_says_so_in_the_question_language():
+    assert "没有找到" in extractive_answer("门票多少钱？", [], Settings()).text
+    assert "could not find" in extractive_answer("How much?", [], Settings()).text
+
+
+def test_follow_up_detection():
+    assert needs_context("What are its main features?")
+    assert needs_context("它几点开放？")
+    assert needs_context("and the price?")
+    assert not needs_context("Who founded Aurora Analytics?")
+    assert not needs_context("青松茶园在哪里？")
+
+
+def test_heuristic_rewrite_carries_previous_subject():
+    history = [("What is LangGraph?", "LangGraph is a library.")]
+    assert heuristic_rewrite("What are its main features?", history) == "What are its main features? (LangGraph)"
+
+
+def test_model_rewrite_is_cleaned_or_replaced():
+    assert clean_rewrite('Standalone question: "What are LangGraph features?"\nExtra', "fb") == "What are LangGraph features?"
+    assert clean_rewrite("  \n ", "fallback?") == "fallback?"
