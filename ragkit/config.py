@@ -32,6 +32,7 @@ class Settings(BaseSettings):
         default=None, description="http(s)://host:port of a Chroma server; default is on disk"
     )
     collection: str = "ragkit"
+    samples_dir: Path = Path(__file__).resolve().parent.parent / "data" / "samples"
 
     # embeddings
     embedding_model: str = Field(

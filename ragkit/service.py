@@ -1,0 +1,45 @@
+"""RagService: everything the app needs, built once per process (no Streamlit here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .chat import ChatEngine
+from .config import Settings
+from .history import HistoryManager
+from .kb import IngestResult, KnowledgeBase, Progress
+from .loaders import SUPPORTED_TYPES
+
+
+class RagService:
+    """The knowledge base, the session history and the chat engine over them."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.kb = KnowledgeBase(settings)
+        self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
+        self.engine = ChatEngine(settings, self.kb, self.history)
+
+    def sample_files(self) -> list[Path]:
+        """The demo documents shipped in data/samples/."""
+        folder = self.settings.samples_dir
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_TYPES)
+
+    def load_samples(self, progress: Progress | None = None) -> list[IngestResult]:
+        """Ingest the sample documents (tagged 'sample')."""
+        files = self.sample_files()
+        results = []
+        with self.kb.batch():
+            for number, path in enumerate(files):
+                def report(stage: str, fraction: float, number=number, path=path) -> None:
+                    if progress:
+                        progress(f"{path.name}: {stage}", (number + fraction) / max(len(files), 1))
+                results.append(self.kb.ingest(path, tags=["sample"], progress=report))
+        return results
+
+    def ingest_upload(self, filename: str, data: bytes, tags: list[str] | None = None,
+                      progress: Progress | None = None) -> IngestResult:
+        """Add one uploaded file."""
+        return self.kb.ingest(data, filename=filename, tags=tags or [], progress=progress)
