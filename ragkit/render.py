@@ -35,13 +35,15 @@ def safe_answer_markdown(text: str) -> str:
 
 def match_spans(text: str, query: str) -> list[tuple[int, int]]:
     """Merged [start, end) spans of ``text`` that match the query's search words."""
-    terms = sorted({t for t in search_tokens(query) if len(t) >= 2 or not t.isascii()}, key=len, reverse=True)
+    words = search_tokens(query, stem=False)
+    terms = sorted({t for t in words if len(t) >= 2 or not t.isascii()}, key=len, reverse=True)
     if not terms:
         return []
     lowered = text.lower()
     spans = []
     for term in terms:
-        for match in re.finditer(re.escape(term), lowered):
+        pattern = re.escape(term) if not term.isascii() else rf"\b{re.escape(term)}\w*"
+        for match in re.finditer(pattern, lowered):
             spans.append((match.start(), match.end()))
     spans.sort()
     merged: list[tuple[int, int]] = []

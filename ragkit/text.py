@@ -75,7 +75,7 @@ def _jieba():
     return jieba
 
 
-def search_tokens(text: str, drop_stopwords: bool = True) -> list[str]:
+def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> list[str]:
     """Search tokens: jieba words plus character bigrams for CJK runs, folded words otherwise.
 
     The bigrams make matching robust where jieba segments a name or term differently in
@@ -91,7 +91,7 @@ def search_tokens(text: str, drop_stopwords: bool = True) -> list[str]:
             )
             tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
         elif not (drop_stopwords and word in ENGLISH_STOPWORDS):
-            tokens.append(_light_stem(word))
+            tokens.append(_light_stem(word) if stem else word)
     return tokens
 
 

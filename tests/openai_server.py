@@ -24,6 +24,7 @@ class Reply:
     delay_s: float = 0.0
     chunk_chars: int = 4
     break_after_chunks: int | None = None  # drop the connection mid-stream
+    chunk_delay_s: float = 0.0  # pause between streamed chunks
     usage: dict | None = field(default_factory=lambda: {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49})
 
 
@@ -128,6 +129,8 @@ class FakeOpenAIServer:
                         self.wfile.flush()
                         self.close_connection = True
                         return
+                    if reply.chunk_delay_s:
+                        time.sleep(reply.chunk_delay_s)
                     chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
