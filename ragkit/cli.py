@@ -140,7 +140,6 @@ def cmd_tag(args) -> int:
 
 def cmd_reindex(args) -> int:
     from .kb import KnowledgeBase, EmbeddingModelMismatch
-    from .embeddings import make_embedder
     from .store import Registry
 
     settings = load_settings(**_overrides(args))
@@ -148,7 +147,7 @@ def cmd_reindex(args) -> int:
         kb = KnowledgeBase(settings)
     except EmbeddingModelMismatch:
         registry = Registry(settings.data_path / "registry.sqlite3")
-        registry.set_meta("embedding_model", make_embedder(settings).name)
+        registry.set_meta("embedding_model", settings.embedding_model)
         registry.close()
         kb = KnowledgeBase(settings)
     done = kb.reindex()

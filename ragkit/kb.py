@@ -73,7 +73,7 @@ class KnowledgeBase:
         self.settings = settings
         self._lock = threading.RLock()
         self.registry = Registry(settings.data_path / "registry.sqlite3")
-        self.embedder = embedder or make_embedder(settings)
+        self._embedder = embedder
         self._check_embedding_model()
         self.chunks = ChunkStore(settings)
         self.lexical = LexicalIndex(settings.data_path / "lexical_tokens.pkl")
@@ -82,17 +82,30 @@ class KnowledgeBase:
         self._batch_depth = 0
         self.refresh()
 
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model, loaded on first use (listing or deleting never needs it)."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = make_embedder(self.settings)
+            return self._embedder
+
+    @property
+    def embedding_model_name(self) -> str:
+        """The configured model's name, without loading it."""
+        return self._embedder.name if self._embedder is not None else self.settings.embedding_model
+
     # ----- consistency -------------------------------------------------------------
 
     def _check_embedding_model(self) -> None:
         stored = self.registry.get_meta("embedding_model")
+        configured = self.embedding_model_name
         if stored is None:
-            self.registry.set_meta("embedding_model", self.embedder.name)
-            self.registry.set_meta("embedding_dim", str(self.embedder.dimension))
-        elif stored != self.embedder.name:
+            self.registry.set_meta("embedding_model", configured)
+        elif stored != configured:
             raise EmbeddingModelMismatch(
                 f"this knowledge base was indexed with embedding model {stored!r} but "
-                f"{self.embedder.name!r} is configured; mixing them would give wrong results. "
+                f"{configured!r} is configured; mixing them would give wrong results. "
                 f"Set RAGKIT_EMBEDDING_MODEL={stored} or run `python -m ragkit reindex` to "
                 "re-embed every document with the new model."
             )

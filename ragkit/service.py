@@ -14,9 +14,11 @@ from .loaders import SUPPORTED_TYPES
 class RagService:
     """The knowledge base, the session history and the chat engine over them."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, warm_up: bool = True):
         self.settings = settings
         self.kb = KnowledgeBase(settings)
+        if warm_up:
+            self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
         self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
         self.engine = ChatEngine(settings, self.kb, self.history)
 

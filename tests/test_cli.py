@@ -1,0 +1,69 @@
+"""The command line, run as a user would: separate processes sharing a data dir."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, REPO
+
+
+def run(data_dir, *args):
+    env_args = [sys.executable, "-m", "ragkit", "--data-dir", str(data_dir), *map(str, args)]
+    return subprocess.run(env_args, capture_output=True, text=True, cwd=REPO, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cli-data")
+
+
+def test_ingest_directory_with_tags_and_refusals(data_dir, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("report_en.pdf", "tea_garden_zh.pdf", "corrupt.pdf"):
+        (folder / name).write_bytes((FIXTURES / name).read_bytes())
+    result = run(data_dir, "ingest", folder, "--tags", "demo,2026")
+    assert result.returncode == 1
+    assert "+ added       report_en.pdf" in result.stdout
+    assert "! refused     corrupt.pdf: not a readable PDF" in result.stdout
+    assert "error: 1 of 3 files refused" in result.stderr
+
+
+def test_docs_search_ask_sessions_delete(data_dir):
+    listed = json.loads(run(data_dir, "docs", "--json").stdout)
+    assert {d["filename"] for d in listed} >= {"report_en.pdf", "tea_garden_zh.pdf"}
+    assert all(d["tags"] == ["demo", "2026"] for d in listed)
+
+    search = run(data_dir, "search", "门票价格", "-k", "2")
+    assert search.returncode == 0 and "tea_garden_zh.pdf, p.2" in search.stdout
+
+    first = run(data_dir, "ask", "Who founded Aurora Analytics?", "--session", "demo")
+    assert first.returncode == 0, first.stderr
+    assert "Marta Silva" in first.stdout and "extractive answer" in first.stdout
+    follow = run(data_dir, "ask", "Where does it plan to open an office?", "--session", "demo")
+    assert "searched as:" in follow.stdout and "Osaka" in follow.stdout
+
+    sessions = run(data_dir, "sessions")
+    assert "demo" in sessions.stdout and "2 turns" in sessions.stdout
+    shown = run(data_dir, "sessions", "show", "demo")
+    assert "## 2. Where does it plan to open an office?" in shown.stdout and "report_en.pdf" in shown.stdout
+    assert run(data_dir, "sessions", "delete", "demo").returncode == 0
+    assert "demo" not in run(data_dir, "sessions").stdout
+
+    report = next(d for d in listed if d["filename"] == "report_en.pdf")
+    assert run(data_dir, "delete", report["id"]).returncode == 0
+    missing = run(data_dir, "delete", report["id"])
+    assert missing.returncode == 1 and "no document with id" in missing.stderr
+
+
+def test_bad_input_gives_one_line_reasons(data_dir):
+    punct = run(data_dir, "ask", "？？？", "--session", "x")
+    assert punct.returncode == 1 and "only punctuation" in punct.stderr
+    bad_session = run(data_dir, "ask", "hello", "--session", "no spaces allowed")
+    assert bad_session.returncode == 1 and "invalid session id" in bad_session.stderr
+    bad_setting = subprocess.run([sys.executable, "-m", "ragkit", "docs"], capture_output=True, text=True, cwd=REPO,
+                                 env={**__import__("os").environ, "RAGKIT_TOP_K": "zero"}, timeout=60)
+    assert bad_setting.returncode == 1 and "RAGKIT_TOP_K" in bad_setting.stderr
+    assert len(bad_setting.stderr.strip().splitlines()) == 1
