@@ -7,6 +7,7 @@ from ragkit.stats import documents_by, documents_frame, overview, questions_over
 from ragkit.webapp import get_service
 
 st.title("Stats")
+COUNT_AXIS = alt.Axis(tickMinStep=1, format="d")
 service = get_service()
 kb, history = service.kb, service.history
 
@@ -28,11 +29,11 @@ left, right = st.columns(2)
 with left:
     st.markdown("**Documents by type**")
     st.altair_chart(alt.Chart(documents_by(kb, "type")).mark_bar().encode(
-        x=alt.X("documents:Q", title="documents"), y=alt.Y("type:N", sort="-x", title=None)), width="stretch")
+        x=alt.X("documents:Q", title="documents", axis=COUNT_AXIS), y=alt.Y("type:N", sort="-x", title=None)), width="stretch")
 with right:
     st.markdown("**Documents by tag**")
     st.altair_chart(alt.Chart(documents_by(kb, "tag")).mark_bar(color="#16a34a").encode(
-        x=alt.X("documents:Q", title="documents"), y=alt.Y("tag:N", sort="-x", title=None)), width="stretch")
+        x=alt.X("documents:Q", title="documents", axis=COUNT_AXIS), y=alt.Y("tag:N", sort="-x", title=None)), width="stretch")
 
 docs = documents_frame(kb)
 st.markdown("**Passages and tokens per document**")
@@ -52,12 +53,12 @@ with left:
     st.markdown("**Questions over time**")
     freq = "h" if (turns["asked"].max() - turns["asked"].min()).days < 2 else "D"
     st.altair_chart(alt.Chart(questions_over_time(turns, freq)).mark_bar().encode(
-        x=alt.X("period:T", title=None), y=alt.Y("questions:Q")), width="stretch")
+        x=alt.X("period:T", title=None), y=alt.Y("questions:Q", axis=COUNT_AXIS)), width="stretch")
 with right:
     st.markdown("**Answer latency (seconds)**")
     latency = turns.assign(seconds=turns["latency_ms"] / 1000)
     st.altair_chart(alt.Chart(latency).mark_bar().encode(
-        x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"), y=alt.Y("count():Q", title="answers"),
+        x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"), y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS),
         color=alt.Color("mode:N")), width="stretch")
 
 left, right = st.columns(2)
@@ -72,5 +73,5 @@ with left:
 with right:
     st.markdown("**Retrieval score of the best passage**")
     st.altair_chart(alt.Chart(turns).mark_bar(color="#9333ea").encode(
-        x=alt.X("top_score:Q", bin=alt.Bin(maxbins=20), title="relevance"), y=alt.Y("count():Q", title="answers")),
+        x=alt.X("top_score:Q", bin=alt.Bin(maxbins=20), title="relevance"), y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS)),
         width="stretch")

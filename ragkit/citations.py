@@ -100,3 +100,28 @@ def cited_markers(answer: str) -> list[int]:
             if int(part) not in found:
                 found.append(int(part))
     return found
+
+
+def focus_quotes(answer: str, sources: list[Source], max_sentences: int = 2) -> None:
+    """Narrow each cited source's quote to the chunk sentences closest to the answer
+    sentences that cite it (the whole chunk stays in ``text``)."""
+    from .text import search_tokens, split_sentences
+
+    claims: dict[int, list[str]] = {}
+    for sentence in split_sentences(answer):
+        for n in cited_markers(sentence.text):
+            claims.setdefault(n, []).append(MARKER_RE.sub("", sentence.text))
+    for source in sources:
+        if not source.cited or source.n not in claims:
+            continue
+        wanted = set(search_tokens(" ".join(claims[source.n])))
+        candidates = split_sentences(source.text)
+        if not wanted or len(candidates) <= max_sentences:
+            continue
+        scored = sorted(
+            ((len(wanted & set(search_tokens(c.text))), index) for index, c in enumerate(candidates)),
+            reverse=True,
+        )
+        best = sorted(index for overlap, index in scored[:max_sentences] if overlap > 0)
+        if best:
+            source.quote = " … ".join(candidates[index].text for index in best)

@@ -314,8 +314,8 @@ class KnowledgeBase:
             report("indexing", 0.96)
             self._replace_cached(doc_id, stored)
         if previous is not None:
-            return IngestResult(loaded.filename, "new_version", f"{loaded.filename}: replaced by version {version} ({len(pieces)} chunks)", record)
-        return IngestResult(loaded.filename, "added", f"{loaded.filename}: added ({record.pages} pages, {len(pieces)} chunks)", record)
+            return IngestResult(loaded.filename, "new_version", f"{loaded.filename}: replaced by version {version} ({_count(len(pieces), 'passage')})", record)
+        return IngestResult(loaded.filename, "added", f"{loaded.filename}: added ({_count(record.pages, 'page')}, {_count(len(pieces), 'passage')})", record)
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every chunk with the configured model (after changing it); returns chunks done."""
@@ -427,6 +427,10 @@ def normalize_tags(tags: list[str]) -> list[str]:
             if tag and tag not in seen:
                 seen.append(tag)
     return seen
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _stem(filename: str) -> str:

@@ -132,6 +132,8 @@ def test_upload_ask_follow_up_and_reload(app_url, page):
     page.get_by_text("report_en.pdf: added").wait_for()
     page.get_by_text("handbook.docx: added").wait_for()
     page.get_by_text("2 documents").wait_for()
+    page.get_by_test_id("stDataFrame").wait_for()
+    time.sleep(1)  # the table is drawn on a canvas after the element appears
     shot(page, "02-documents")
 
     go(page, "Chat")

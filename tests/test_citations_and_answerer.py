@@ -25,6 +25,16 @@ def test_uncited_sources_stay_listed_as_also_retrieved():
     assert cited_markers("x [3][1] y [3]") == [3, 1]
 
 
+def test_cited_quote_is_narrowed_to_the_sentences_the_answer_uses():
+    from ragkit.citations import focus_quotes
+
+    source = make_sources(1)[0]
+    source.text = source.quote = "The museum opens at nine. Tickets cost twelve euros. Parking is free. Dogs are welcome."
+    source.cited = True
+    focus_quotes("A ticket costs twelve euros [1].", [source], max_sentences=1)
+    assert source.quote == "Tickets cost twelve euros."
+
+
 def test_model_html_is_stripped_to_text():
     assert strip_html('<span style="color:red">Hi</span> <script>x</script>&amp;') == "Hi x&"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.config import get_stream_writer
 
-from ..citations import Source, sources_from_hits, strip_html, validate_markers
+from ..citations import Source, focus_quotes, sources_from_hits, strip_html, validate_markers
 from ..config import Settings
 from ..contextualize import clean_rewrite, heuristic_rewrite, needs_context
 from ..extractive import NO_ANSWER, extractive_answer
@@ -195,6 +195,7 @@ class RagNodes:
         if not raw.strip():
             raise RuntimeError("the model returned an empty answer")
         answer = validate_markers(strip_html(raw), sources)
+        focus_quotes(answer, sources)
         if not usage:
             prompt_text = "\n".join(str(m.content) for m in messages)
             usage = {"input_tokens": count_tokens(prompt_text), "output_tokens": count_tokens(raw), "counted": True}
