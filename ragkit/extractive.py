@@ -39,6 +39,7 @@ class Weights:
     add_next_sentence: bool
 
 
+SEMANTIC_SHORTLIST = 16
 CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.1, 0.15, 0.3, True)
 LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.05, 0.15, 0.5, False)
 NO_ANSWER = {
@@ -107,13 +108,20 @@ def _character_overlap(question: str, text: str) -> float:
     return sum(1 for ch in wanted if ch in text) / len(wanted)
 
 
-def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable | None) -> None:
+def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable | None, limit: int) -> None:
+    """Embedding similarity for the ``limit`` lexically best candidates (the rest get the
+    lowest similarity seen): embedding every sentence of every hit costs most of the time."""
     if embed is None or not candidates:
         return
-    vectors = embed([question] + [c.text for c in candidates])
+    shortlist = sorted(candidates, key=lambda c: -c.lexical)[:limit]
+    vectors = embed([question] + [c.text for c in shortlist])
     similarities = vectors[1:] @ vectors[0]
-    for candidate, similarity in zip(candidates, similarities):
+    for candidate, similarity in zip(shortlist, similarities):
         candidate.semantic = float(similarity)
+    floor = float(similarities.min())
+    for candidate in candidates:
+        if candidate not in shortlist:
+            candidate.semantic = floor
 
 
 def _fit(text: str, budget: int, question_tokens: set[str]) -> str:
@@ -151,7 +159,7 @@ def extractive_answer(
     _lexical_scores(question_tokens, candidates, idf or {}, weights.lexical_local)
     embed = (lambda texts: embedder.embed_documents(texts, batch_size=64)) if embedder is not None else None
     if weights.semantic:
-        _semantic_scores(question, candidates, embed)
+        _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
     for candidate in candidates:
         hit = hits[candidate.source_index]
         opening = hit.position == 0 and candidate.order == 0
