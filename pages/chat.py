@@ -124,7 +124,7 @@ if prompt:
         bar = st.progress(0.0, text=f"Adding {upload.name} ({number}/{len(uploads)})…")
         result = service.ingest_upload(
             upload.name, upload.getvalue(),
-            progress=lambda stage, fraction, name=upload.name: bar.progress(min(fraction, 1.0), text=f"{name}: {stage}"),
+            progress=lambda stage, fraction, name=upload.name, bar=bar: bar.progress(min(fraction, 1.0), text=f"{name}: {stage}"),
         )
         bar.empty()
         st.session_state.setdefault("upload-results", []).append((result.status, result.message))

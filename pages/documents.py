@@ -31,7 +31,7 @@ if uploads:
         bar = st.progress(0.0, text=f"{upload.name} ({number}/{len(uploads)})")
         result = service.ingest_upload(
             upload.name, upload.getvalue(), normalize_tags([upload_tags]),
-            progress=lambda stage, fraction, name=upload.name: bar.progress(min(fraction, 1.0), text=f"{name}: {stage}"),
+            progress=lambda stage, fraction, name=upload.name, bar=bar: bar.progress(min(fraction, 1.0), text=f"{name}: {stage}"),
         )
         bar.empty()
         results.append((result.status, result.message))

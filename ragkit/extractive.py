@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import math
 
-import numpy as np
 
 from .citations import Source, sources_from_hits
 from .config import Settings

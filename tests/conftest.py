@@ -42,3 +42,27 @@ def kb(settings, embedder):
     knowledge_base = KnowledgeBase(settings, embedder=embedder)
     yield knowledge_base
     knowledge_base.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout_s: float) -> bool:
+    """Poll ``url`` until it answers 2xx or the time is up; True when it answered."""
+    import time
+    import urllib.request
+
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except OSError:
+            time.sleep(0.5)
+    return False

@@ -1,10 +1,8 @@
 """Generated answers through the real langchain-openai client and a real local HTTP server."""
 
-import socket
-
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, free_port
 from openai_server import FakeOpenAIServer, Reply, default_responder
 from ragkit.chat import ChatEngine
 from ragkit.history import HistoryManager
@@ -83,12 +81,6 @@ def test_runaway_stream_is_cut_at_the_token_limit(settings, docs):
     with FakeOpenAIServer(lambda body: Reply("word " * 3000, chunk_chars=5)) as server:
         turn = ChatEngine(llm_settings(settings, server.base_url, max_answer_tokens=50), docs).ask("r", "What is LangGraph?")
     assert turn.answer.count("word") <= 70
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,7 @@ def test_sessions_are_isolated_and_survive_a_restart(engine, settings):
     assert alpha[1].sources and alpha[1].sources[0].doc_id
     titles = {info.id: info.title for info in reopened.list_sessions()}
     assert titles["alpha"] == "青松茶园在哪里？"
+    assert reopened.rename("alpha", "茶园").title == "茶园"
     reopened.delete("alpha")
     assert not reopened.exists("alpha") and reopened.turns("alpha") == []
     assert reopened.exists("beta")

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES, REPO
-from ragkit.config import Settings
 from ragkit.kb import EmbeddingModelMismatch, KnowledgeBase
 from ragkit.retrieval import SearchFilters
 
@@ -169,3 +168,18 @@ def test_invalid_settings_give_a_clear_message():
         load_settings(top_k=0)
     with pytest.raises(SettingsError, match="chunk_overlap_tokens"):
         load_settings(chunk_tokens=64, chunk_overlap_tokens=64)
+
+
+def test_reindex_after_a_model_change_rebuilds_vectors_and_keeps_documents(settings, embedder):
+    kb = KnowledgeBase(settings, embedder=embedder)
+    doc = kb.ingest(FIXTURES / "report_en.pdf").document
+    kb.registry.set_meta("embedding_model", "some-older-model")
+    with pytest.raises(EmbeddingModelMismatch):
+        KnowledgeBase(settings, embedder=embedder)
+    result = subprocess.run([sys.executable, "-m", "ragkit", "--data-dir", str(settings.data_path), "reindex"],
+                            capture_output=True, text=True, cwd=REPO, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "re-embedded 3 chunks" in result.stdout
+    reopened = KnowledgeBase(settings, embedder=embedder)
+    assert reopened.search("dividend per share")[0].doc_id == doc.id
+    assert reopened.chunks.count() == 3

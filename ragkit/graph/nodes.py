@@ -126,6 +126,9 @@ class RagNodes:
         started = time.perf_counter()
         filters = SearchFilters(**(state.get("filters") or {}))
         hits = self.kb.search(state["standalone_question"], k=self.settings.top_k, filters=filters)
+        if hits:
+            floor = hits[0].score * self.settings.min_relative_score
+            hits = [hit for hit in hits if hit.score >= floor]
         _emit({"type": "status", "retrieved": len(hits)})
         return {"hits": hits, "timings": {"retrieve_ms": _elapsed_ms(started)}}
 
