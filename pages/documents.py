@@ -71,7 +71,7 @@ selection = st.dataframe(
     on_select="rerun",
     selection_mode="single-row",
     column_config={
-        "title": st.column_config.TextColumn("Title", width="large"),
+        "title": st.column_config.TextColumn("Title", width="medium"),
         "file": "File", "type": "Type", "pages": "Pages", "chunks": "Passages", "tokens": "Tokens",
         "tags": "Tags", "version": "Version", "size_kb": st.column_config.NumberColumn("Size (KB)"),
         "added": st.column_config.DatetimeColumn("Added", format="YYYY-MM-DD HH:mm"),

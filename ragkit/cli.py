@@ -41,6 +41,7 @@ def expand_paths(paths: list[str]) -> list[Path]:
 
 
 def cmd_ingest(args) -> int:
+    """Add files and directories, with a progress bar for many files."""
     from tqdm import tqdm
 
     files = expand_paths(args.paths)
@@ -68,6 +69,7 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_docs(args) -> int:
+    """List the documents."""
     kb = _kb(args)
     documents = kb.documents()
     if args.json:
@@ -101,6 +103,7 @@ def _filters(args):
 
 
 def cmd_search(args) -> int:
+    """Print the ranked passages for a query."""
     kb = _kb(args)
     hits = kb.search(args.query, k=args.k, filters=_filters(args))
     if args.json:
@@ -118,6 +121,7 @@ def cmd_search(args) -> int:
 
 
 def cmd_delete(args) -> int:
+    """Delete documents by id."""
     kb = _kb(args)
     for doc_id in args.ids:
         try:
@@ -129,6 +133,7 @@ def cmd_delete(args) -> int:
 
 
 def cmd_tag(args) -> int:
+    """Replace a document's tags and/or title."""
     kb = _kb(args)
     try:
         record = kb.update_metadata(args.id, tags=args.tags.split(",") if args.tags is not None else None, title=args.title)
@@ -139,6 +144,7 @@ def cmd_tag(args) -> int:
 
 
 def cmd_reindex(args) -> int:
+    """Re-embed every chunk with the configured embedding model."""
     from .kb import KnowledgeBase, EmbeddingModelMismatch
     from .store import Registry
 
@@ -156,6 +162,7 @@ def cmd_reindex(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    """Measure retrieval (and answer) quality on a SQuAD-format file."""
     from tqdm import tqdm
 
     from .eval import run_eval
@@ -180,6 +187,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    """Print speed and memory figures."""
     from .bench import run_bench
 
     summary = run_bench(load_settings(**_overrides(args)), documents=args.documents, queries=args.queries)
@@ -216,6 +224,7 @@ def print_sources(sources, out=sys.stdout) -> None:
 
 
 def cmd_ask(args) -> int:
+    """Answer one question within a session, streaming the answer."""
     from .chat import QuestionError
     from .history import SessionError
 
@@ -245,6 +254,7 @@ def cmd_ask(args) -> int:
 
 
 def cmd_sessions(args) -> int:
+    """List, show, export, rename or delete sessions."""
     from datetime import datetime
 
     from .history import SessionError
