@@ -117,6 +117,21 @@ def _normalize(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
+_SOFT_BREAK = re.compile(r"([^\s.!?。！？；:：])\n([a-z0-9(（\u3400-\u9fff])")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def unwrap_soft_breaks(text: str) -> str:
+    """Join PDF lines that were wrapped mid-sentence (a break after no sentence end, before
+    a lower-case letter, digit or CJK character); CJK lines join without a space."""
+
+    def join(match: re.Match) -> str:
+        before, after = match.group(1), match.group(2)
+        return before + ("" if _CJK.match(before) and _CJK.match(after) else " ") + after
+
+    return _SOFT_BREAK.sub(join, text)
+
+
 def _first_line_title(text: str, fallback: str) -> str:
     for line in text.splitlines():
         line = line.strip().lstrip("#").strip()
@@ -140,7 +155,7 @@ def load_pdf(data: bytes, filename: str) -> tuple[list[str], str | None]:
                 raise
             except Exception:
                 raise LoaderError(f"{filename}: the PDF is encrypted and cannot be opened") from None
-        pages = [_normalize(page.extract_text() or "") for page in reader.pages]
+        pages = [unwrap_soft_breaks(_normalize(page.extract_text() or "")) for page in reader.pages]
         title = None
         try:
             title = (reader.metadata.title or "").strip() if reader.metadata else None

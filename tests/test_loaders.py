@@ -95,3 +95,14 @@ def test_random_bytes_never_crash_the_text_decoder():
     for _ in range(50):
         blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400)))
         assert isinstance(decode_text(blob), str)
+
+
+def test_pdf_lines_wrapped_mid_sentence_are_joined():
+    from ragkit.loaders import unwrap_soft_breaks
+
+    assert unwrap_soft_breaks("approved a dividend of\n12 cents per share.\nOutlook") == (
+        "approved a dividend of 12 cents per share.\nOutlook")
+    assert unwrap_soft_breaks("茶园每天上午\n八点开放。\nNext") == "茶园每天上午八点开放。\nNext"
+    assert unwrap_soft_breaks("Financial results.\nRevenue grew") == "Financial results.\nRevenue grew"
+    doc = load_path(FIXTURES / "report_en.pdf")
+    assert "dividend of 12 cents per share" in doc.pages[1]

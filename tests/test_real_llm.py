@@ -57,12 +57,15 @@ def test_real_model_output_stays_safe_and_cited(settings, kb, llama_server):
         "max_answer_tokens": 120, "llm_timeout_s": 120,
     })
     engine = ChatEngine(limited, kb)
+    modes = []
     for session, question in [("en", "What was the revenue in the third quarter?"), ("en", "And what did the board approve?"),
                               ("zh", "茶园的门票多少钱？")]:
         turn = engine.ask(session, question)
+        modes.append((turn.mode, turn.error))
         assert turn.answer.strip()
         assert set(cited_markers(turn.answer)) <= {s.n for s in turn.sources}
         assert not re.search(r"</?[a-zA-Z][^>]*>", turn.answer)
         if turn.mode == "llm":
             assert count_tokens(turn.answer) <= 120 + 40
     assert len(engine.history.turns("en")) == 2
+    assert modes[0][0] == "llm", f"the model did not answer: {modes}"

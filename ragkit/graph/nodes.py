@@ -179,19 +179,11 @@ class RagNodes:
                                      + (f"\n(Standalone form: {state['standalone_question']})"
                                         if state['standalone_question'] != state['question'] else "")))
         pieces: list[str] = []
-        usage: dict = {}
-        finished = False
-        for count, chunk in enumerate(self.llm.stream(messages), start=1):
-            text = chunk.content if isinstance(chunk.content, str) else ""
-            if text:
-                pieces.append(text)
-                _emit({"type": "token", "text": text})
-            if getattr(chunk, "usage_metadata", None):
-                usage = dict(chunk.usage_metadata)
-            finished = finished or bool((chunk.response_metadata or {}).get("finish_reason"))
-            if count > self.settings.max_answer_tokens + 16:  # servers that ignore max_tokens
-                finished = True
-                break
+        stream = self.llm.stream(messages)
+        try:
+            finished, usage = self._consume(stream, pieces)
+        finally:
+            stream.close()  # hang up: a server that ignores max_tokens would otherwise generate on
         if not finished:
             raise StreamBroken("the stream ended without a finish reason")
         raw = "".join(pieces)
@@ -205,6 +197,22 @@ class RagNodes:
         return {"answer": answer, "sources": sources, "mode": "llm",
                 "model": getattr(self.llm, "model_name", "") or self.settings.chat_model,
                 "usage": {k: v for k, v in usage.items() if isinstance(v, (int, float, bool))}}
+
+    def _consume(self, stream, pieces: list[str]) -> tuple[bool, dict]:
+        """Forward streamed tokens; (finished normally or at our cap, usage data)."""
+        usage: dict = {}
+        finished = False
+        for count, chunk in enumerate(stream, start=1):
+            text = chunk.content if isinstance(chunk.content, str) else ""
+            if text:
+                pieces.append(text)
+                _emit({"type": "token", "text": text})
+            if getattr(chunk, "usage_metadata", None):
+                usage = dict(chunk.usage_metadata)  # arrives after the finish reason
+            finished = finished or bool((chunk.response_metadata or {}).get("finish_reason"))
+            if count > self.settings.max_answer_tokens + 16:  # servers that ignore max_tokens
+                return True, usage
+        return finished, usage
 
     # ----- record ------------------------------------------------------------------
 
