@@ -88,8 +88,13 @@ def heuristic_rewrite(question: str, history: list[tuple[str, str]]) -> str:
 def clean_rewrite(text: str, fallback: str) -> str:
     """Tidy a model's rewrite (first line, no quotes/labels); the fallback when unusable."""
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
-    line = re.sub(r"^(standalone question|rewritten question|question|问题)\s*[:：]\s*", "", line, flags=re.IGNORECASE)
+    line = re.sub(r"^((standalone|rewritten) question|question|问题|user|assistant|human|ai)\s*[:：]\s*", "", line,
+                  flags=re.IGNORECASE)
+    line = re.sub(r"\[\d{1,3}\]|\[/?INST\]", "", line).strip()
     line = line.strip("\"'“”「」 ")
+    question_end = re.search(r"[?？]", line)
+    if question_end:  # a rambling model keeps going after the question
+        line = line[: question_end.end()]
     if not line or len(line) > 4 * max(len(fallback), 50) or not any(ch.isalnum() for ch in line):
         return fallback
     return line

@@ -117,3 +117,24 @@ def test_unreachable_server_is_explained(settings, docs):
     assert "unreachable" in turn.error and turn.mode == "extractive"
     assert "LangGraph" in turn.standalone_question  # heuristic rewrite took over
     assert len(engine.history.turns("down")) == 2
+
+
+def test_model_continuing_the_prompt_is_cut_off(settings, docs):
+    rambling = "LangGraph builds stateful agents [1].\n\nQuestion: What else? [/INST] More invented text [7]."
+    with FakeOpenAIServer(lambda body: Reply(rambling, chunk_chars=4)) as server:
+        turn = ChatEngine(llm_settings(settings, server.base_url), docs).ask("echo", "What is LangGraph?")
+    assert turn.answer == "LangGraph builds stateful agents [1]."
+
+
+def test_rewrite_is_capped_for_servers_that_ignore_max_tokens(settings, docs):
+    def responder(body):
+        if "standalone question" in body["messages"][0]["content"]:
+            return Reply("What are the main features of LangGraph?" + " and more" * 2000, chunk_chars=5)
+        return default_responder(body)
+
+    with FakeOpenAIServer(responder) as server:
+        engine = ChatEngine(llm_settings(settings, server.base_url), docs)
+        engine.ask("cap", "What is LangGraph?")
+        turn = engine.ask("cap", "What are its main features?")
+    assert turn.standalone_question.startswith("What are the main features of LangGraph?")
+    assert len(turn.standalone_question) < 500

@@ -79,3 +79,4 @@ def test_heuristic_rewrite_carries_previous_subject():
 def test_model_rewrite_is_cleaned_or_replaced():
     assert clean_rewrite('Standalone question: "What are LangGraph features?"\nExtra', "fb") == "What are LangGraph features?"
     assert clean_rewrite("  \n ", "fallback?") == "fallback?"
+    assert clean_rewrite("User: [2] What is LangGraph? [/INST] more", "fb") == "What is LangGraph?"

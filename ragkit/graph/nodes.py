@@ -77,6 +77,19 @@ def pack_context(sources: list[Source], budget_tokens: int) -> list[tuple[int, s
     return packed
 
 
+REWRITE_MAX_CHUNKS = 80
+# A model that starts writing these is continuing the prompt, not answering: stop there.
+PROMPT_ECHOES = ("\nQuestion:", "\nSources:", "\nUser:", "[/INST]", "<|im_end|>", "<end_of_turn>", "<|eot_id|>")
+
+
+def cut_prompt_echo(text: str) -> tuple[str, bool]:
+    """The text before the first prompt echo, and whether one was found."""
+    positions = [text.find(marker) for marker in PROMPT_ECHOES if marker in text]
+    if not positions:
+        return text, False
+    return text[: min(positions)], True
+
+
 class StreamBroken(RuntimeError):
     """The model's answer stream stopped before the server said it was complete."""
 
@@ -116,8 +129,16 @@ class RagNodes:
             SystemMessage(prompts.CONTEXTUALIZE_SYSTEM),
             HumanMessage(f"Conversation:\n{conversation}\n\nLatest question: {question}\n\nStandalone question:"),
         ]
-        reply = self.llm.invoke(messages)
-        return clean_rewrite(str(reply.content), heuristic_rewrite(question, history))
+        text = ""
+        stream = self.llm.stream(messages)
+        try:  # streamed and capped: some servers ignore max_tokens and would run to their context limit
+            for count, chunk in enumerate(stream, start=1):
+                text += chunk.content if isinstance(chunk.content, str) else ""
+                if "\n" in text.strip() or count > REWRITE_MAX_CHUNKS:
+                    break
+        finally:
+            stream.close()
+        return clean_rewrite(text, heuristic_rewrite(question, history))
 
     # ----- retrieve ----------------------------------------------------------------
 
@@ -186,7 +207,7 @@ class RagNodes:
             stream.close()  # hang up: a server that ignores max_tokens would otherwise generate on
         if not finished:
             raise StreamBroken("the stream ended without a finish reason")
-        raw = "".join(pieces)
+        raw, _ = cut_prompt_echo("".join(pieces))
         if not raw.strip():
             raise RuntimeError("the model returned an empty answer")
         answer = validate_markers(strip_html(raw), sources)
@@ -211,6 +232,8 @@ class RagNodes:
                 usage = dict(chunk.usage_metadata)  # arrives after the finish reason
             finished = finished or bool((chunk.response_metadata or {}).get("finish_reason"))
             if count > self.settings.max_answer_tokens + 16:  # servers that ignore max_tokens
+                return True, usage
+            if text and cut_prompt_echo("".join(pieces[-8:]))[1]:
                 return True, usage
         return finished, usage
 
