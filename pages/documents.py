@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ragkit.kb import normalize_tags
+from ragkit.kb import normalize_tags, plural
 from ragkit.loaders import SUPPORTED_TYPES
 from ragkit.render import escape_markdown
 from ragkit.stats import documents_frame
@@ -87,8 +87,8 @@ doc = kb.document(frame.iloc[rows[0]]["id"])
 if doc is None:
     st.stop()
 st.markdown(f"### {escape_markdown(doc.title)}")
-st.caption(f"{escape_markdown(doc.filename)} · {doc.doc_type} · {doc.pages} pages · {doc.chunks} passages · "
-           f"version {doc.version} · id `{doc.id}`")
+st.caption(f"{escape_markdown(doc.filename)} · {doc.doc_type} · {plural(doc.pages, 'page')} · "
+           f"{plural(doc.chunks, 'passage')} · version {doc.version} · id `{doc.id}`")
 edit_col, delete_col = st.columns([3, 1])
 with edit_col.form(f"edit-{doc.id}"):
     title = st.text_input("Title", value=doc.title)

@@ -314,8 +314,8 @@ class KnowledgeBase:
             report("indexing", 0.96)
             self._replace_cached(doc_id, stored)
         if previous is not None:
-            return IngestResult(loaded.filename, "new_version", f"{loaded.filename}: replaced by version {version} ({_count(len(pieces), 'passage')})", record)
-        return IngestResult(loaded.filename, "added", f"{loaded.filename}: added ({_count(record.pages, 'page')}, {_count(len(pieces), 'passage')})", record)
+            return IngestResult(loaded.filename, "new_version", f"{loaded.filename}: replaced by version {version} ({plural(len(pieces), 'passage')})", record)
+        return IngestResult(loaded.filename, "added", f"{loaded.filename}: added ({plural(record.pages, 'page')}, {plural(len(pieces), 'passage')})", record)
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every chunk with the configured model (after changing it); returns chunks done."""
@@ -429,7 +429,8 @@ def normalize_tags(tags: list[str]) -> list[str]:
     return seen
 
 
-def _count(number: int, noun: str) -> str:
+def plural(number: int, noun: str) -> str:
+    """'1 page', '3 pages'."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 

@@ -12,6 +12,7 @@ except in CI (CI=true), where that is a failure.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -197,3 +198,31 @@ def test_stats_page_draws_charts(app_url, page):
     page.locator("[data-testid=stVegaLiteChart]").first.wait_for()
     assert page.locator("[data-testid=stVegaLiteChart]").count() >= 4
     shot(page, "06-stats")
+
+
+def test_documents_table_edit_tags_and_delete_with_confirmation(app_url, page):
+    page.goto(app_url)
+    page.get_by_placeholder("Ask a question about your documents").wait_for()
+    go(page, "Documents")
+    table = page.get_by_test_id("stDataFrame")
+    table.wait_for()
+    time.sleep(1)
+    heading = page.get_by_role("heading", name=re.compile(r"Knowledge base · \d+ documents")).inner_text()
+    before = int(re.search(r"(\d+) documents", heading).group(1))
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection checkbox (canvas grid)
+    page.get_by_text("Preview passages").wait_for()
+    title = page.get_by_role("heading", level=3).last.inner_text()
+    tags = page.get_by_label("Tags", exact=True)
+    tags.fill("e2e-tag, 测试")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("details saved").wait_for()
+    shot(page, "08-document-details")
+
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+    page.get_by_text("Preview passages").wait_for()
+    page.get_by_role("button", name="Delete document").click()
+    page.get_by_role("button", name="Yes, delete").click()
+    page.get_by_text(": deleted").wait_for()
+    page.get_by_text(f"Knowledge base · {before - 1} documents").wait_for()
+    assert title
