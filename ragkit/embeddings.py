@@ -8,6 +8,7 @@ is imported, so a model that is not on disk fails with a clear message instead.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,8 +29,10 @@ class EmbeddingError(RuntimeError):
 ProgressCallback = Callable[[int, int], None]
 
 
-class Embedder:
-    """Turns texts into L2-normalised vectors; ``name`` identifies the model in the store."""
+class Embedder(ABC):
+    """Turns texts into L2-normalised vectors; ``name`` identifies the model in the store.
+
+    Subclasses implement ``_embed`` for one batch; batching and progress live here."""
 
     name: str
     dimension: int
@@ -51,8 +54,9 @@ class Embedder:
         """Embed one query."""
         return self._embed([text])[0]
 
-    def _embed(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors for one batch of texts."""
 
 
 def packaged_minilm_path() -> Path:
