@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .citations import Source
+from .sqlite import connect
 from .text import count_tokens
 
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -103,10 +104,7 @@ class HistoryManager:
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn = connect(path)
         self._migrate()
 
     def _migrate(self) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import Settings
+from .sqlite import connect
 
 CHUNK_PAGE_SIZE = 2000  # rows per Chroma get() when scanning the whole collection
 
@@ -86,9 +87,7 @@ class Registry:
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn = connect(path)
         for statement in _SCHEMA:
             self._conn.execute(statement)
 
