@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,19 @@ def wait_for_http(url: str, timeout_s: float) -> bool:
         except OSError:
             time.sleep(0.5)
     return False
+
+
+@contextlib.contextmanager
+def serve(command: list[str], health_url: str, timeout_s: float, what: str, **popen_args):
+    """Run a server process until the block ends; fail the test if it never answers."""
+    process = subprocess.Popen(command, **popen_args)
+    try:
+        if not wait_for_http(health_url, timeout_s):
+            pytest.fail(f"{what} did not answer at {health_url} within {timeout_s:.0f} s")
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()

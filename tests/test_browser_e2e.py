@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, free_port, wait_for_http
+from conftest import FIXTURES, REPO, free_port, serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).parent / "screenshots"
@@ -42,20 +42,13 @@ def start_app(tmp_path_factory, **extra_env):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["RAGKIT_DATA_DIR"] = str(tmp_path_factory.mktemp("e2e-data"))
     env.update(extra_env)
-    log = open(tmp_path_factory.mktemp("e2e-log") / "streamlit.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
     url = f"http://127.0.0.1:{port}"
-    if not wait_for_http(url + "/_stcore/health", 90):
-        process.kill()
-        pytest.fail("the app did not become healthy within 90 s")
-    yield url
-    process.terminate()
-    process.wait(timeout=20)
-    log.close()
+    command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    with open(tmp_path_factory.mktemp("e2e-log") / "streamlit.log", "w") as log:
+        with serve(command, url + "/_stcore/health", 90, "the app", cwd=REPO, env=env, stdout=log,
+                   stderr=subprocess.STDOUT):
+            yield url
 
 
 @pytest.fixture(scope="module")

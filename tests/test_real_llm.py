@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, free_port, wait_for_http
+from conftest import FIXTURES, free_port, serve
 from ragkit.chat import ChatEngine
 from ragkit.citations import cited_markers
 from ragkit.text import count_tokens
@@ -35,18 +35,12 @@ def llama_server(tmp_path_factory):
     if not model.exists():
         gguf.assemble(str(model))
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "4096"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
     url = f"http://127.0.0.1:{port}/v1"
-    if not wait_for_http(url + "/models", 120):
-        process.kill()
-        pytest.fail("llama.cpp server did not start")
-    yield url
-    process.terminate()
-    process.wait(timeout=30)
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+               "--port", str(port), "--n_ctx", "4096"]
+    with serve(command, url + "/models", 120, "the llama.cpp server",
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        yield url
 
 
 def test_real_model_output_stays_safe_and_cited(settings, kb, llama_server):
