@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, _jieba, is_cjk_text, search_tokens
+from .text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, chinese_words, is_cjk_text, search_tokens
 
 ENGLISH_REFERENCES = frozenset(
     "it its it's they them their theirs this that these those he him his she her hers there "
@@ -57,7 +57,7 @@ def key_terms(question: str) -> list[str]:
     """The subject words of a question, in their original form (for carrying forward)."""
     if is_cjk_text(question):
         terms = [
-            word for word in _jieba().lcut(question)
+            word for word in chinese_words(question)
             if word.strip() and any(ch.isalnum() for ch in word)
             and word not in CHINESE_STOPWORDS and not any(word.startswith(ref) for ref in CHINESE_REFERENCES)
             and word.lower() not in QUESTION_WORDS

@@ -118,8 +118,9 @@ def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable
     for candidate, similarity in zip(shortlist, similarities):
         candidate.semantic = float(similarity)
     floor = float(similarities.min())
+    scored = {id(candidate) for candidate in shortlist}
     for candidate in candidates:
-        if candidate not in shortlist:
+        if id(candidate) not in scored:
             candidate.semantic = floor
 
 

@@ -337,12 +337,14 @@ class KnowledgeBase:
 
     # ----- search ------------------------------------------------------------------
 
-    def allowed_documents(self, filters: SearchFilters | None) -> set[str] | None:
+    def allowed_documents(
+        self, filters: SearchFilters | None, documents: list[DocumentRecord] | None = None
+    ) -> set[str] | None:
         """Document ids a filter admits (None = no restriction)."""
         if filters is None or filters.is_empty():
             return None
         allowed = set()
-        for doc in self.registry.all():
+        for doc in documents if documents is not None else self.registry.all():
             if filters.doc_ids and doc.id not in filters.doc_ids:
                 continue
             if filters.tags and not set(filters.tags) & set(doc.tags):
@@ -358,7 +360,8 @@ class KnowledgeBase:
         self._refresh_if_changed()
         if not query or not query.strip():
             return []
-        allowed = self.allowed_documents(filters)
+        documents = self.registry.all()  # one read per search, for filters and current titles
+        allowed = self.allowed_documents(filters, documents)
         if allowed is not None and not allowed:
             return []
         depth = max(self.settings.candidate_k, k)
@@ -370,7 +373,7 @@ class KnowledgeBase:
         lexical_rank = {cid: rank for rank, (cid, _) in enumerate(lexical, start=1)}
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
         fused = fuse_scores(dense, lexical, weight)
-        titles = {doc.id: doc.title for doc in self.registry.all()}
+        titles = {doc.id: doc.title for doc in documents}
         hits = []
         for cid, score in fused[:k]:
             chunk = self._chunk_cache.get(cid)

@@ -75,6 +75,11 @@ def _jieba():
     return jieba
 
 
+def chinese_words(text: str) -> list[str]:
+    """jieba's precise-mode segmentation of ``text`` (dictionary loaded once)."""
+    return _jieba().lcut(text)
+
+
 def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> list[str]:
     """Search tokens: jieba words plus character bigrams for CJK runs, folded words otherwise.
 
@@ -86,7 +91,7 @@ def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> 
         word = match.group(0)
         if _CJK_RE.match(word):
             tokens.extend(
-                piece for piece in _jieba().lcut(word)
+                piece for piece in chinese_words(word)
                 if not (drop_stopwords and piece in CHINESE_STOPWORDS)
             )
             tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
