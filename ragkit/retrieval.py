@@ -89,3 +89,11 @@ def fuse_scores(
     for index, (item, _) in enumerate(primary + secondary):  # ties go to the stronger side
         order.setdefault(item, index)
     return sorted(fused.items(), key=lambda pair: (-pair[1], order[pair[0]]))
+
+
+def relevant_hits(hits: list[SearchHit], min_relative_score: float) -> list[SearchHit]:
+    """Drop hits scoring below ``min_relative_score`` of the best one (answers ignore them)."""
+    if not hits:
+        return []
+    floor = hits[0].score * min_relative_score
+    return [hit for hit in hits if hit.score >= floor]

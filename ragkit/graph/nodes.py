@@ -23,7 +23,7 @@ from ..extractive import NO_ANSWER, extractive_answer
 from ..history import HistoryManager, Turn
 from ..kb import KnowledgeBase
 from ..llm import explain_llm_error
-from ..retrieval import SearchFilters
+from ..retrieval import SearchFilters, relevant_hits
 from ..text import count_tokens, is_cjk_text, split_sentences
 from . import prompts
 from .state import RagState
@@ -147,9 +147,7 @@ class RagNodes:
         started = time.perf_counter()
         filters = SearchFilters(**(state.get("filters") or {}))
         hits = self.kb.search(state["standalone_question"], k=self.settings.top_k, filters=filters)
-        if hits:
-            floor = hits[0].score * self.settings.min_relative_score
-            hits = [hit for hit in hits if hit.score >= floor]
+        hits = relevant_hits(hits, self.settings.min_relative_score)
         _emit({"type": "status", "retrieved": len(hits)})
         return {"hits": hits, "timings": {"retrieve_ms": _elapsed_ms(started)}}
 
