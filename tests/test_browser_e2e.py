@@ -193,29 +193,38 @@ def test_stats_page_draws_charts(app_url, page):
     shot(page, "06-stats")
 
 
+def select_first_row(page) -> None:
+    """Tick the first row's selection box: the table is a canvas grid, so this clicks by position."""
+    table = page.get_by_test_id("stDataFrame")
+    table.wait_for()
+    time.sleep(1)  # the grid is drawn on its canvas after the element appears
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+    page.get_by_text("Preview passages").wait_for()
+
+
 def test_documents_table_edit_tags_and_delete_with_confirmation(app_url, page):
     page.goto(app_url)
     page.get_by_placeholder("Ask a question about your documents").wait_for()
     go(page, "Documents")
-    table = page.get_by_test_id("stDataFrame")
-    table.wait_for()
-    time.sleep(1)
+    upload(page, FIXTURES / "tea_garden_zh.pdf", FIXTURES / "report_en.pdf")
+    page.get_by_text("tea_garden_zh.pdf:").first.wait_for()
+    page.get_by_text("report_en.pdf:").first.wait_for()
     heading = page.get_by_role("heading", name=re.compile(r"Knowledge base · \d+ documents")).inner_text()
     before = int(re.search(r"(\d+) documents", heading).group(1))
-    box = table.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection checkbox (canvas grid)
-    page.get_by_text("Preview passages").wait_for()
+    select_first_row(page)
     title = page.get_by_role("heading", level=3).last.inner_text()
-    tags = page.get_by_label("Tags", exact=True)
-    tags.fill("e2e-tag, 测试")
+    page.get_by_label("Tags", exact=True).fill("e2e-tag, 测试")
     page.get_by_role("button", name="Save").click()
     page.get_by_text("details saved").wait_for()
     shot(page, "08-document-details")
 
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
+    # Saving keeps the row selected (the notice above the table moved it, so no second click).
     page.get_by_text("Preview passages").wait_for()
+    assert page.get_by_role("heading", level=3).last.inner_text() == title
     page.get_by_role("button", name="Delete document").click()
-    page.get_by_role("button", name="Yes, delete").click()
+    confirm = page.get_by_role("button", name="Yes, delete")
+    confirm.wait_for()
+    confirm.click()
     page.get_by_text(": deleted").wait_for()
     page.get_by_text(f"Knowledge base · {before - 1} documents").wait_for()
-    assert title
