@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     min_relative_score: float = Field(
         default=0.1, ge=0, le=1, description="answers ignore passages scoring below this share of the best"
     )
+    same_document_k: int = Field(
+        default=1, ge=0, le=20, description="answers also see this many more passages of the best document"
+    )
 
     # answering
     chat_model: str = "gpt-4o-mini"

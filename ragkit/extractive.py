@@ -2,36 +2,54 @@
 the question, each with its [n] citation. No language model is involved.
 
 A sentence's score mixes (1) how much of the question's IDF-weighted vocabulary it
-contains (jieba words + bigrams for Chinese, folded words for English), (2) the
-embedding similarity between question and sentence, and (3) the rank of the chunk it
-comes from. Sentences are added best first until the language's character budget is
-used; an over-long sentence is cut to the window around its matching words.
+contains (jieba words for Chinese, each counted once, with partial credit for a long
+word found only in pieces; folded words for English), (2) the embedding similarity
+between question and sentence, (3) the rank of the document it comes from and (4) for
+Chinese "when / how many" questions, whether it holds a number the question does not.
+Sentences are added best first until the language's character budget is used; an
+over-long sentence is cut to the window around its matching words.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import math
-
 
 from .citations import Source, sources_from_hits
 from .config import Settings
 from .retrieval import SearchHit
-from .text import is_cjk_text, search_tokens, split_sentences
+from .text import (
+    CHINESE_STOPWORDS,
+    CJK_CHAR,
+    chinese_words,
+    is_cjk_text,
+    search_tokens,
+    split_sentences,
+)
 
 EXTRACTIVE_LABEL = "extractive"
 CJK_FUNCTION_CHARS = frozenset("的了是在和与及或而也就都被把对从以为于之其这那个什么哪谁多少几怎样如何吗呢吧啊有没一我你他她它们中上下等")
+# Words that only say what kind of answer is wanted; matching them in a sentence says nothing.
+CJK_QUESTION_WORDS = frozenset(
+    """多久 多大 多高 多长 多远 多重 多深 多宽 时候 哪一年 哪年 哪一天 哪天 哪些 哪里 哪儿 怎样 怎么样 什么样
+    哪位 哪种 哪一个 第几 为何 何时 何地 何处 有何 有什么 是什么 叫什么 做了什么 特点""".split()
+)
+# "When / how many / how long..." asks for a number, so sentences holding a new one are likelier answers.
+CJK_NUMBER_QUESTION = re.compile(r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间")
+_NUMBER = re.compile(r"\d+")
+_WORD_UNIT = re.compile(rf"[{CJK_CHAR}]+|[^\W_{CJK_CHAR}]+(?:[.\-][^\W_{CJK_CHAR}]+)*")
 
 
 @dataclass(frozen=True)
 class Weights:
     """How sentences are scored and picked, per script (tuned on the shared eval sets)."""
 
-    lexical_local: bool
+    lexical_local: bool  # Chinese: question words weighted over the candidates, matched in the text
     semantic: float
     characters: float
+    new_number: float
     document_opening: float
     rank_prior: float
     keep_ratio: float  # further sentences must score at least this share of the best
@@ -39,8 +57,8 @@ class Weights:
 
 
 SEMANTIC_SHORTLIST = 16
-CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.1, 0.15, 0.3, True)
-LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.05, 0.15, 0.5, False)
+CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True)
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.0, 0.05, 0.15, 0.5, False)
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
     "en": "I could not find anything about this in the knowledge base.",
@@ -69,34 +87,73 @@ class ExtractiveAnswer:
     found: bool = True
 
 
-def _candidates(hits: list[SearchHit], max_chunks: int) -> list[Candidate]:
-    found = []
-    for index, hit in enumerate(hits[:max_chunks]):
+def _candidates(hits: list[SearchHit]) -> list[Candidate]:
+    """The sentences of the hits, each once: overlapping chunks repeat their border sentences."""
+    found, seen = [], set()
+    for index, hit in enumerate(hits):
         for order, span in enumerate(split_sentences(hit.text)):
             if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
                 continue
             text = span.text.strip()
-            if sum(ch.isalnum() for ch in text) >= 2:
+            if sum(ch.isalnum() for ch in text) >= 2 and (hit.doc_id, text) not in seen:
+                seen.add((hit.doc_id, text))
                 found.append(Candidate(text, index, order))
     return found
 
 
-def _lexical_scores(question_tokens: list[str], candidates: list[Candidate], idf: dict[str, float], local: bool) -> None:
-    """Share of the question's weighted vocabulary each sentence contains.
-
-    With ``local`` the weights are IDF over the candidate sentences themselves: the topic
-    word that every retrieved sentence shares says nothing about which one answers.
-    """
+def _lexical_scores(question_tokens: list[str], candidates: list[Candidate], idf: dict[str, float]) -> None:
+    """Share of the question's IDF-weighted search tokens each sentence contains (English)."""
     wanted = set(question_tokens)
-    sentence_tokens = [set(search_tokens(c.text)) for c in candidates]
-    if local:
-        total = len(candidates) or 1
-        weights = {t: math.log(1 + total / (1 + sum(t in tokens for tokens in sentence_tokens))) for t in wanted}
-    else:
-        weights = {t: idf.get(t, 1.0) for t in wanted}
+    weights = {t: idf.get(t, 1.0) for t in wanted}
     mass = sum(weights.values()) or 1.0
-    for candidate, tokens in zip(candidates, sentence_tokens):
-        candidate.lexical = sum(weights[t] for t in wanted & tokens) / mass
+    for candidate in candidates:
+        candidate.lexical = sum(weights[t] for t in wanted & set(search_tokens(candidate.text))) / mass
+
+
+def question_words(question: str) -> list[str]:
+    """The content words of a Chinese question: jieba words without stop and question
+    words, plus its Latin words and numbers (lower-cased), each once."""
+    words = []
+    for match in _WORD_UNIT.finditer(question.lower()):
+        run = match.group(0)
+        if is_cjk_text(run):
+            words.extend(w for w in chinese_words(run)
+                         if w not in CHINESE_STOPWORDS and w not in CJK_QUESTION_WORDS and w not in CJK_FUNCTION_CHARS)
+        else:
+            words.append(run)
+    return list(dict.fromkeys(words))
+
+
+def _word_credit(word: str, text: str) -> float:
+    """1 when the word is in the text; for a long word found only in pieces (names are
+    segmented differently), half the share of its character bigrams that are."""
+    if word in text:
+        return 1.0
+    if len(word) < 3:
+        return 0.0
+    bigrams = [word[i : i + 2] for i in range(len(word) - 1)]
+    return 0.5 * sum(b in text for b in bigrams) / len(bigrams)
+
+
+def _local_lexical_scores(question: str, candidates: list[Candidate]) -> None:
+    """Chinese: each question word weighted by its rarity among the candidate sentences
+    themselves (the topic word every retrieved sentence shares says nothing about which
+    one answers) and counted once, not once per overlapping bigram."""
+    words = question_words(question)
+    texts = [candidate.text.lower() for candidate in candidates]
+    total = len(texts) or 1
+    weights = {w: math.log(1 + total / (1 + sum(w in text for text in texts))) for w in words}
+    mass = sum(weights.values()) or 1.0
+    for candidate, text in zip(candidates, texts):
+        candidate.lexical = sum(weight * _word_credit(word, text) for word, weight in weights.items()) / mass
+
+
+def _holds_new_number(question: str, text: str) -> bool:
+    """True for a "when / how many" question and a sentence with a number it does not have."""
+    if not CJK_NUMBER_QUESTION.search(question):
+        return False
+    asked = set(_NUMBER.findall(question))
+    return any(number not in asked for number in _NUMBER.findall(text))
 
 
 def _character_overlap(question: str, text: str) -> float:
@@ -155,11 +212,17 @@ def extractive_answer(
     budget = settings.extractive_chars_cjk if cjk else settings.extractive_chars_latin
     weights = CJK_WEIGHTS if cjk else LATIN_WEIGHTS
     question_tokens = search_tokens(question)
-    candidates = _candidates(hits, settings.top_k)
-    _lexical_scores(question_tokens, candidates, idf or {}, weights.lexical_local)
+    candidates = _candidates(hits)
+    if weights.lexical_local:
+        _local_lexical_scores(question, candidates)
+    else:
+        _lexical_scores(question_tokens, candidates, idf or {})
     embed = (lambda texts: embedder.embed_documents(texts, batch_size=64)) if embedder is not None else None
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
+    document_rank = {}
+    for index, hit in enumerate(hits):
+        document_rank.setdefault(hit.doc_id, index)
     for candidate in candidates:
         hit = hits[candidate.source_index]
         opening = hit.position == 0 and candidate.order == 0
@@ -167,8 +230,9 @@ def extractive_answer(
             (1 - weights.semantic) * candidate.lexical
             + weights.semantic * candidate.semantic
             + weights.characters * _character_overlap(question, candidate.text)
+            + weights.new_number * _holds_new_number(question, candidate.text)
             + weights.document_opening * opening
-            + weights.rank_prior / (1.0 + 0.5 * candidate.source_index)
+            + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
         )
     chosen = _select(candidates, budget, set(question_tokens), weights)
     return _compose(chosen, sources, cjk)

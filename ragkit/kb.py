@@ -24,7 +24,7 @@ from .config import Settings
 from .embeddings import Embedder, make_embedder
 from .lexical import LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
-from .retrieval import SearchFilters, SearchHit, dense_weight_for, fuse_scores
+from .retrieval import SearchFilters, SearchHit, dense_weight_for, fuse_scores, relevant_hits
 from .store import ChunkStore, DocumentRecord, Registry, StoredChunk, chunk_id, new_document_id, now
 
 log = logging.getLogger(__name__)
@@ -383,6 +383,26 @@ class KnowledgeBase:
             hit.title = titles.get(hit.doc_id, hit.title)
             hits.append(hit)
         return hits
+
+    def answer_hits(self, query: str, filters: SearchFilters | None = None) -> list[SearchHit]:
+        """The passages an answer is drawn from: the relevant top-k hits, then the best
+        ``same_document_k`` further passages of the top document.
+
+        A question is usually about one document, but the chunk holding its answer may
+        lack the subject's name (it was said in an earlier chunk) and lose to other
+        documents' chunks; searching within the top document brings it back.
+        """
+        hits = relevant_hits(self.search(query, self.settings.top_k, filters), self.settings.min_relative_score)
+        if not hits or self.settings.same_document_k == 0:
+            return hits
+        within = SearchFilters(doc_ids=[hits[0].doc_id])
+        seen = {hit.chunk_id for hit in hits}
+        depth = self.settings.same_document_k + len(hits)
+        extra = [hit for hit in self.search(query, depth, within) if hit.chunk_id not in seen]
+        for hit in extra:  # scored within one document: keep them below the global hits
+            hit.score = min(hit.score, hits[-1].score)
+            hit.extra["same_document"] = True
+        return hits + extra[: self.settings.same_document_k]
 
     def idf(self, text: str) -> dict[str, float]:
         """Inverse document frequency of the search tokens of ``text`` over the whole store."""

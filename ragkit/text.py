@@ -122,11 +122,33 @@ class Span:
     end: int
 
 
+_OPENING = "（(「『“《["
+_CLOSING = "）)」』”》]"
+BRACKET_REACH = 120  # a bracket left open longer than this is taken as a typo, not an aside
+
+
+def _inside_brackets(text: str, start: int, position: int) -> bool:
+    """True when ``position`` is inside a bracket opened since ``start`` that closes soon after,
+    as in "萱侬律(又名：「东芭乐园」；泰文：…)": the "；" there does not end a sentence."""
+    depth = 0
+    for ch in text[start:position]:
+        if ch in _OPENING:
+            depth += 1
+        elif ch in _CLOSING and depth:
+            depth -= 1
+    if not depth:
+        return False
+    return any(ch in _CLOSING for ch in text[position : position + BRACKET_REACH])
+
+
 def split_sentences(text: str) -> list[Span]:
-    """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets."""
+    """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets;
+    a mark inside brackets (an aside) does not end one."""
     spans: list[Span] = []
     start = 0
     for match in _SENTENCE_END_RE.finditer(text):
+        if not match.group(0).startswith("\n") and _inside_brackets(text, start, match.start()):
+            continue
         end = match.end()
         _append_stripped(spans, text, start, end)
         start = end

@@ -58,6 +58,30 @@ def test_extractive_answer_respects_the_budget_on_long_text():
     assert "门票六十元" in answer.text
 
 
+def test_a_sentence_repeated_by_overlapping_chunks_is_quoted_once():
+    shared = "门票六十元，学生半价。"
+    hits = [hit("龙井茶园位于杭州西湖。" + shared), hit(shared + "茶园早上八点开门。", 1)]
+    answer = extractive_answer("龙井茶园门票多少钱？", hits, Settings())
+    assert answer.text.count("门票六十元") == 1
+
+
+def test_chinese_question_words_drop_stop_and_question_words_and_keep_latin_terms():
+    from ragkit.extractive import question_words
+
+    assert question_words("2007年，卡塞雷斯的人口有多少？") == ["2007", "年", "卡塞雷斯", "人口"]
+    assert "多久" not in question_words("长柄艾纳香的花期约是多久？")
+    assert "agg01" in question_words("AGG01的功效有哪些？")
+
+
+def test_only_a_when_or_how_many_question_rewards_a_sentence_with_a_number_it_lacks():
+    from ragkit.extractive import _holds_new_number
+
+    assert _holds_new_number("2007年，卡塞雷斯的人口有多少？", "2007年人口普查数据为91606人。")
+    assert not _holds_new_number("2007年，卡塞雷斯的人口有多少？", "2007年卡塞雷斯举办了节日。")
+    assert _holds_new_number("浮龙化石是什么时候发现的？", "他在1937年发现浮龙的化石。")
+    assert not _holds_new_number("浮龙化石是在哪里发现的？", "他在1937年发现浮龙的化石。")
+
+
 def test_extractive_without_hits_says_so_in_the_question_language():
     assert "没有找到" in extractive_answer("门票多少钱？", [], Settings()).text
     assert "could not find" in extractive_answer("How much?", [], Settings()).text

@@ -18,9 +18,9 @@ def test_chinese_set_beats_the_better_single_retriever_floor(embedder):
     assert summary["passages"] == 256 and summary["questions"] == 1002
     assert summary["hit_at_5"] >= 0.97
     assert summary["mrr_at_10"] >= 0.95
-    # extractive answers: measured 0.807 contains at 144 chars; a 1-2 sentence
+    # extractive answers: measured 0.842 contains at 146 chars; a 1-2 sentence
     # term-overlap pick gets 0.61-0.71
-    assert summary["answer_contains"] >= 0.78
+    assert summary["answer_contains"] >= 0.80
     assert summary["answer_chars_mean"] <= 150
 
 
@@ -29,7 +29,7 @@ def test_english_set_beats_plain_fusion_floor(embedder):
     assert summary["questions"] == 269
     assert summary["hit_at_5"] >= 0.95
     assert summary["mrr_at_10"] >= 0.84
-    # measured 0.751 at 294 chars; term-overlap baseline 0.38-0.50
+    # measured 0.755 at 294 chars; term-overlap baseline 0.38-0.50
     assert summary["answer_contains"] >= 0.70
     assert summary["answer_chars_mean"] <= 350
 

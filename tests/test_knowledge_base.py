@@ -129,6 +129,28 @@ def test_unsearchable_queries_return_nothing_instead_of_crashing(kb):
         assert kb.search(query) == []
 
 
+def test_answer_passages_add_the_top_documents_passage_that_lacks_the_subjects_name(settings, embedder):
+    from ragkit.kb import KnowledgeBase
+
+    narrow = settings.model_copy(update={"top_k": 2, "chunk_tokens": 48, "chunk_overlap_tokens": 0})
+    kb = KnowledgeBase(narrow, embedder=embedder)
+    try:
+        tower = ("长柄艾纳香是菊科艾纳香属的植物，一年生草本，茎直立，高约一米，基部有分枝，全株有腺状短柔毛。\n\n"
+                 "下部叶有细柄，叶片倒卵形至倒披针形，边缘有锯齿。\n\n头状花序少数，花黄色，花期1-3月。")
+        kb.ingest(tower.encode(), filename="长柄艾纳香.txt")
+        kb.ingest("六耳铃是菊科艾纳香属的植物，花期从10月起至翌年5月。".encode(), filename="六耳铃.txt")
+        kb.ingest("狭叶艾纳香是菊科艾纳香属的植物，花期3-5月，生于山谷。".encode(), filename="狭叶艾纳香.txt")
+        question = "长柄艾纳香的花期约是多久？"
+        assert not any("花期1-3月" in hit.text for hit in kb.search(question, k=2))
+        passages = kb.answer_hits(question)
+        assert passages[0].filename == "长柄艾纳香.txt"
+        added = [hit for hit in passages if hit.extra.get("same_document")]
+        assert len(added) == 1 and "花期1-3月" in added[0].text and added[0].filename == "长柄艾纳香.txt"
+        assert added[0].score <= passages[len(passages) - 2].score
+    finally:
+        kb.close()
+
+
 def test_update_metadata_changes_tags_and_title_shown_in_results(kb):
     doc = kb.ingest(FIXTURES / "report_en.pdf").document
     kb.update_metadata(doc.id, title="Annual report", tags=["2026", "finance", "2026"])

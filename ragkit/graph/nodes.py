@@ -23,7 +23,7 @@ from ..extractive import NO_ANSWER, extractive_answer
 from ..history import HistoryManager, Turn
 from ..kb import KnowledgeBase
 from ..llm import explain_llm_error
-from ..retrieval import SearchFilters, relevant_hits
+from ..retrieval import SearchFilters
 from ..text import count_tokens, is_cjk_text, split_sentences
 from . import prompts
 from .state import RagState
@@ -143,11 +143,11 @@ class RagNodes:
     # ----- retrieve ----------------------------------------------------------------
 
     def retrieve(self, state: RagState) -> dict:
-        """Hybrid search for the standalone question, within the UI's filters."""
+        """Hybrid search for the standalone question, within the UI's filters (plus the
+        top document's other best passages: see ``KnowledgeBase.answer_hits``)."""
         started = time.perf_counter()
         filters = SearchFilters(**(state.get("filters") or {}))
-        hits = self.kb.search(state["standalone_question"], k=self.settings.top_k, filters=filters)
-        hits = relevant_hits(hits, self.settings.min_relative_score)
+        hits = self.kb.answer_hits(state["standalone_question"], filters)
         _emit({"type": "status", "retrieved": len(hits)})
         return {"hits": hits, "timings": {"retrieve_ms": _elapsed_ms(started)}}
 
