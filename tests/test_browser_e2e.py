@@ -103,6 +103,12 @@ def upload(page, *paths) -> None:
     page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files([str(p) for p in paths])
 
 
+def wait_ingested(page, filename: str) -> None:
+    """Wait for the file's final result (not its progress bar, which also starts with its name)."""
+    done = re.compile(rf"{re.escape(filename)}: (added|already in the knowledge base|replaced by version)")
+    page.get_by_text(done).first.wait_for()
+
+
 def ask(page, question: str) -> None:
     box = page.get_by_placeholder("Ask a question about your documents")
     box.fill(question)
@@ -186,6 +192,13 @@ def test_uploaded_markup_is_shown_as_text_never_run(app_url, page, tmp_path):
 
 def test_stats_page_draws_charts(app_url, page):
     page.goto(app_url)
+    page.get_by_placeholder("Ask a question about your documents").wait_for()
+    go(page, "Documents")
+    upload(page, FIXTURES / "report_en.pdf")
+    wait_ingested(page, "report_en.pdf")
+    go(page, "Chat")
+    ask(page, "Who founded Aurora Analytics?")
+    page.get_by_text("Marta Silva").first.wait_for()
     go(page, "Stats")
     page.get_by_text("Documents by type").wait_for()
     page.locator("[data-testid=stVegaLiteChart]").first.wait_for()
@@ -208,8 +221,8 @@ def test_documents_table_edit_tags_and_delete_with_confirmation(app_url, page):
     page.get_by_placeholder("Ask a question about your documents").wait_for()
     go(page, "Documents")
     upload(page, FIXTURES / "tea_garden_zh.pdf", FIXTURES / "report_en.pdf")
-    page.get_by_text("tea_garden_zh.pdf:").first.wait_for()
-    page.get_by_text("report_en.pdf:").first.wait_for()
+    wait_ingested(page, "tea_garden_zh.pdf")
+    wait_ingested(page, "report_en.pdf")
     heading = page.get_by_role("heading", name=re.compile(r"Knowledge base · \d+ documents")).inner_text()
     before = int(re.search(r"(\d+) documents", heading).group(1))
     select_first_row(page)

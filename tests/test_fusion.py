@@ -44,10 +44,29 @@ def test_chinese_tokens_combine_words_and_bigrams_and_split_from_digits():
     assert "中离" in tokens  # bigram even where jieba segments differently
 
 
-def test_english_tokens_drop_stopwords_and_fold_plurals():
-    assert search_tokens("What are the statues in front of the buildings?") == ["statue", "front", "building"]
+def test_english_tokens_drop_stopwords_and_meet_at_their_stems():
+    assert search_tokens("What are the statues in front of the buildings?") == search_tokens("statue front building")
+    assert len(set(search_tokens("university universities"))) == 1
+    assert len(set(search_tokens("founded founding"))) == 1
+    assert search_tokens("the of and what") == []
 
 
 def test_punctuation_only_has_no_tokens():
     assert search_tokens("？？！...!!") == []
     assert search_tokens("") == []
+
+
+def test_cached_tokens_from_another_tokenizer_version_are_recomputed(tmp_path):
+    import pickle
+
+    from ragkit.lexical import LexicalIndex
+
+    cache = tmp_path / "lexical.pkl"
+    cache.write_bytes(pickle.dumps({"format": (1, -1), "tokens": {"c1": ["stale"]}}))
+    index = LexicalIndex(cache)
+    index.rebuild([("c1", "d1", "Statues of the founders")])
+    assert [cid for cid, _ in index.search("statue", 5)] == ["c1"]
+    assert index.search("stale", 5) == []
+    reopened = LexicalIndex(cache)
+    reopened.rebuild([("c1", "d1", "ignored: tokens come from the cache now")])
+    assert reopened.search("founder", 5)[0][0] == "c1"
