@@ -26,23 +26,45 @@ with upload_col:
     )
 
 if uploads:
-    results = []
-    for number, upload in enumerate(uploads, start=1):
-        bar = st.progress(0.0, text=f"{upload.name} ({number}/{len(uploads)})")
-        result = service.ingest_upload(
-            upload.name, upload.getvalue(), normalize_tags([upload_tags]),
-            progress=lambda stage, fraction, name=upload.name, bar=bar: bar.progress(min(fraction, 1.0), text=f"{name}: {stage}"),
-        )
-        bar.empty()
-        results.append((result.status, result.message))
-    st.session_state["upload-results"] = results
-    # A fresh uploader key empties the drop zone so the same files are not processed twice.
+    jobs = [service.uploads.submit(upload.name, upload.getvalue(), normalize_tags([upload_tags])) for upload in uploads]
+    st.session_state.setdefault("ingest-jobs", []).extend(job.id for job in jobs)
+    st.session_state["indexing-results"] = []
+    # A fresh uploader key empties the drop zone so the same files are not queued twice.
     st.session_state["uploader-round"] = st.session_state.get("uploader-round", 0) + 1
     st.rerun()
 
-for status, message in st.session_state.pop("upload-results", []):
-    box = {"added": st.success, "new_version": st.info, "unchanged": st.info, "refused": st.error}[status]
-    box(f"{STATUS_ICON[status]} **{STATUS_TEXT[status]}** — {escape_markdown(message)}")
+
+def show_indexing_progress(job_ids: list[str]) -> None:
+    """Per-file progress of this session's uploads until all are done, then their results.
+
+    Leaving the page stops this loop, not the indexing: coming back resumes it.
+    """
+    jobs = service.uploads.jobs(job_ids)
+    bars = [st.progress(0.0, text=f"{job.filename}: waiting") for job in jobs]
+    st.caption("Indexing continues if you leave this page; the results appear here when you come back.")
+    while True:
+        finished = service.uploads.wait(job_ids, timeout_s=0.3)
+        for number, (bar, job) in enumerate(zip(bars, jobs), start=1):
+            bar.progress(job.fraction, text=f"{job.filename} ({number}/{len(jobs)}): {'done' if job.done else job.stage}")
+        if finished:
+            break
+    st.session_state["indexing-results"] = [(job.result.status, job.result.message) for job in jobs]
+    st.session_state["ingest-jobs"] = []
+    service.uploads.forget(job_ids)
+    st.rerun()
+
+
+if job_ids := st.session_state.get("ingest-jobs"):
+    show_indexing_progress(job_ids)
+
+# Results stay until dismissed or the next upload: they may arrive while the user is elsewhere.
+if upload_results := st.session_state.get("indexing-results"):
+    for status, message in upload_results:
+        box = {"added": st.success, "new_version": st.info, "unchanged": st.info, "refused": st.error}[status]
+        box(f"{STATUS_ICON[status]} **{STATUS_TEXT[status]}** — {escape_markdown(message)}")
+    if st.button("Dismiss", icon=":material/close:", type="tertiary", key="dismiss-upload-results"):
+        st.session_state["indexing-results"] = []
+        st.rerun()
 
 if notice := st.session_state.pop("doc-notice", None):
     st.success(escape_markdown(notice), icon=":material/check_circle:")
@@ -53,11 +75,11 @@ if not documents:
     if st.button("Load the sample documents", icon=":material/auto_stories:", type="primary"):
         bar = st.progress(0.0, text="Loading samples…")
         results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=stage))
-        st.session_state["upload-results"] = [(r.status, r.message) for r in results]
+        st.session_state["indexing-results"] = [(r.status, r.message) for r in results]
         st.rerun()
     st.stop()
 
-st.subheader(f"Knowledge base · {len(documents)} documents · {sum(d.chunks for d in documents)} passages")
+st.subheader(f"Knowledge base · {plural(len(documents), 'document')} · {plural(sum(d.chunks for d in documents), 'passage')}")
 query = st.text_input("Search documents", placeholder="title, file name or tag", label_visibility="collapsed")
 frame = documents_frame(kb)
 if query.strip():

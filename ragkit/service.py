@@ -7,6 +7,7 @@ from pathlib import Path
 from .chat import ChatEngine
 from .config import Settings
 from .history import HistoryManager
+from .jobs import IngestQueue
 from .kb import IngestResult, KnowledgeBase, Progress
 from .loaders import SUPPORTED_TYPES
 
@@ -21,6 +22,7 @@ class RagService:
             self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
         self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
         self.engine = ChatEngine(settings, self.kb, self.history)
+        self.uploads = IngestQueue(self.ingest_upload)  # indexing that survives leaving the page
 
     def sample_files(self) -> list[Path]:
         """The demo documents shipped in data/samples/."""
