@@ -22,11 +22,11 @@ from .config import Settings
 from .retrieval import SearchHit
 from .text import (
     CHINESE_STOPWORDS,
-    CJK_CHAR,
     chinese_words,
     is_cjk_text,
     search_tokens,
     split_sentences,
+    word_runs,
 )
 
 EXTRACTIVE_LABEL = "extractive"
@@ -39,7 +39,6 @@ CJK_QUESTION_WORDS = frozenset(
 # "When / how many / how long..." asks for a number, so sentences holding a new one are likelier answers.
 CJK_NUMBER_QUESTION = re.compile(r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间")
 _NUMBER = re.compile(r"\d+")
-_WORD_UNIT = re.compile(rf"[{CJK_CHAR}]+|[^\W_{CJK_CHAR}]+(?:[.\-][^\W_{CJK_CHAR}]+)*")
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,7 @@ def question_words(question: str) -> list[str]:
     """The content words of a Chinese question: jieba words without stop and question
     words, plus its Latin words and numbers (lower-cased), each once."""
     words = []
-    for match in _WORD_UNIT.finditer(question.lower()):
-        run = match.group(0)
+    for run in word_runs(question):
         if is_cjk_text(run):
             words.extend(w for w in chinese_words(run)
                          if w not in CHINESE_STOPWORDS and w not in CJK_QUESTION_WORDS and w not in CJK_FUNCTION_CHARS)

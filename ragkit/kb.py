@@ -72,6 +72,7 @@ class KnowledgeBase:
     def __init__(self, settings: Settings, embedder: Embedder | None = None):
         self.settings = settings
         self._lock = threading.RLock()
+        self._last_query_vector: tuple[str, object] | None = None  # answer_hits searches twice
         self.registry = Registry(settings.data_path / "registry.sqlite3")
         self._embedder = embedder
         self._check_embedding_model()
@@ -412,8 +413,17 @@ class KnowledgeBase:
 
     def _dense(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
         where = {"doc_id": {"$in": sorted(allowed)}} if allowed is not None else None
-        vector = self.embedder.embed_query(query)
+        vector = self._query_vector(query)
         return [(chunk.id, score) for chunk, score in self.chunks.query(vector, depth, where) if chunk.id in self._chunk_cache]
+
+    def _query_vector(self, query: str):
+        """The query's embedding, reused when the same query is searched again right away."""
+        last = self._last_query_vector
+        if last is not None and last[0] == query:
+            return last[1]
+        vector = self.embedder.embed_query(query)
+        self._last_query_vector = (query, vector)
+        return vector
 
     def close(self) -> None:
         """Release the registry connection."""

@@ -84,6 +84,11 @@ def chinese_words(text: str) -> list[str]:
     return _jieba().lcut(text)
 
 
+def word_runs(text: str) -> list[str]:
+    """Lower-cased runs of CJK characters and Latin-script words (with inner . ' -)."""
+    return [match.group(0) for match in _WORD_RE.finditer(text.lower())]
+
+
 def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> list[str]:
     """Search tokens: jieba words plus character bigrams for CJK runs, folded words otherwise.
 
@@ -91,8 +96,7 @@ def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> 
     the question and in the document.
     """
     tokens: list[str] = []
-    for match in _WORD_RE.finditer(text.lower()):
-        word = match.group(0)
+    for word in word_runs(text):
         if _CJK_RE.match(word):
             tokens.extend(
                 piece for piece in chinese_words(word)

@@ -142,12 +142,17 @@ def test_answer_passages_add_the_top_documents_passage_that_lacks_the_subjects_n
         kb.ingest("狭叶艾纳香是菊科艾纳香属的植物，花期3-5月，生于山谷。".encode(), filename="狭叶艾纳香.txt")
         question = "长柄艾纳香的花期约是多久？"
         assert not any("花期1-3月" in hit.text for hit in kb.search(question, k=2))
-        passages = kb.answer_hits(question)
+        embedded = []
+        real_embed_query = kb.embedder.embed_query
+        kb.embedder.embed_query = lambda text: embedded.append(text) or real_embed_query(text)
+        passages = kb.answer_hits("长柄艾纳香的花期是什么时候？") and kb.answer_hits(question)
+        assert embedded == ["长柄艾纳香的花期是什么时候？", question]  # one embedding per question, not per search
         assert passages[0].filename == "长柄艾纳香.txt"
         added = [hit for hit in passages if hit.extra.get("same_document")]
         assert len(added) == 1 and "花期1-3月" in added[0].text and added[0].filename == "长柄艾纳香.txt"
         assert added[0].score <= passages[len(passages) - 2].score
     finally:
+        kb.embedder.__dict__.pop("embed_query", None)
         kb.close()
 
 
