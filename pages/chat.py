@@ -2,13 +2,15 @@
 
 import streamlit as st
 
+from pages._access import require_access
+from pages._widgets import STATUS_ICON, get_service, render_turn
 from ragkit.chat import QuestionError, check_question
 from ragkit.history import SessionError, new_session_id, validate_session_id
 from ragkit.loaders import SUPPORTED_TYPES
-from ragkit.render import escape_markdown, safe_answer_markdown
+from ragkit.render import escape_line, escape_markdown, safe_answer_markdown
 from ragkit.retrieval import SearchFilters
-from ragkit.webapp import STATUS_ICON, get_service, render_turn
 
+require_access()
 st.title("Chat with your documents")
 service = get_service()
 
@@ -42,7 +44,7 @@ with st.sidebar:
     for info in sessions[:40]:
         is_current = info.id == session_id
         st.button(
-            info.title or info.id,
+            escape_line(info.title or info.id),  # a button label renders Markdown, images included
             key=f"session-{info.id}",
             width="stretch",
             type="primary" if is_current else "secondary",
@@ -76,7 +78,7 @@ with st.sidebar:
 
     documents = service.kb.documents()
     st.markdown("#### Search only in…")
-    titles = {doc.id: f"{doc.title} ({doc.filename})" for doc in documents}
+    titles = {doc.id: f"{doc.title} ({doc.filename})" for doc in documents}  # options are plain text, not Markdown
     chosen_docs = st.multiselect("Documents", options=list(titles), format_func=titles.get,
                                  key=f"filter-docs-{session_id}", placeholder="all documents")
     chosen_tags = st.multiselect("Tags", options=service.kb.tags(), key=f"filter-tags-{session_id}",
@@ -92,16 +94,16 @@ if not documents:
     )
     if st.button("Load the sample documents", icon=":material/auto_stories:", type="primary"):
         bar = st.progress(0.0, text="Loading samples…")
-        results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=stage))
+        results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=escape_line(stage)))
         bar.empty()
         st.session_state["sample-results"] = [r.message for r in results]
         st.rerun()
     st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
 
 for message in st.session_state.pop("sample-results", []):
-    st.success(message, icon=":material/check_circle:")
+    st.success(escape_markdown(message), icon=":material/check_circle:")
 for status, message in st.session_state.pop("upload-results", []):
-    (st.error if status == "refused" else st.success)(f"{STATUS_ICON[status]} {message}")
+    (st.error if status == "refused" else st.success)(f"{STATUS_ICON[status]} {escape_markdown(message)}")
 
 turns = history.turns(session_id)
 if documents and not turns:
@@ -121,10 +123,11 @@ prompt = st.chat_input(
 if prompt:
     uploads = prompt.files or []
     for number, upload in enumerate(uploads, start=1):
-        bar = st.progress(0.0, text=f"Adding {upload.name} ({number}/{len(uploads)})…")
+        bar = st.progress(0.0, text=f"Adding {escape_line(upload.name)} ({number}/{len(uploads)})…")
         result = service.ingest_upload(
             upload.name, upload.getvalue(),
-            progress=lambda stage, fraction, name=upload.name, bar=bar: bar.progress(min(fraction, 1.0), text=f"{name}: {stage}"),
+            progress=lambda stage, fraction, name=escape_line(upload.name), bar=bar: bar.progress(
+                min(fraction, 1.0), text=f"{name}: {escape_line(stage)}"),
         )
         bar.empty()
         st.session_state.setdefault("upload-results", []).append((result.status, result.message))
@@ -133,7 +136,7 @@ if prompt:
         try:
             check_question(question)
         except QuestionError as exc:
-            st.warning(str(exc), icon=":material/edit_note:")
+            st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
             st.stop()
         with st.chat_message("user"):
             st.markdown(escape_markdown(question))
@@ -147,15 +150,15 @@ if prompt:
                         text += event["text"]
                         answer_area.markdown(safe_answer_markdown(text) + " ▌")
                     elif event["type"] == "status" and event.get("standalone_question"):
-                        status.caption(f":material/search: Searching for: {escape_markdown(event['standalone_question'])}")
+                        status.caption(f":material/search: Searching for: {escape_line(event['standalone_question'])}")
                     elif event["type"] == "reset":
                         text = ""
-                        status.warning(f"The model failed ({event['error']}); answering from the documents instead.")
+                        status.warning(f"The model failed ({escape_line(str(event['error']))}); answering from the documents instead.")
             except QuestionError as exc:
-                st.warning(str(exc), icon=":material/edit_note:")
+                st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
                 st.stop()
             except Exception as exc:  # never a traceback in the page
-                st.error(f"Sorry, the question could not be answered: {exc}", icon=":material/error:")
+                st.error(f"Sorry, the question could not be answered: {escape_markdown(str(exc))}", icon=":material/error:")
                 st.stop()
         st.rerun()
     elif prompt.files:

@@ -2,12 +2,14 @@
 
 import streamlit as st
 
+from pages._access import require_access
+from pages._widgets import STATUS_ICON, STATUS_TEXT, get_service
 from ragkit.kb import normalize_tags, plural
 from ragkit.loaders import SUPPORTED_TYPES
-from ragkit.render import escape_markdown
+from ragkit.render import escape_line, escape_markdown
 from ragkit.stats import documents_frame
-from ragkit.webapp import STATUS_ICON, STATUS_TEXT, get_service
 
+require_access()
 st.title("Documents")
 service = get_service()
 kb = service.kb
@@ -40,12 +42,13 @@ def show_indexing_progress(job_ids: list[str]) -> None:
     Leaving the page stops this loop, not the indexing: coming back resumes it.
     """
     jobs = service.uploads.jobs(job_ids)
-    bars = [st.progress(0.0, text=f"{job.filename}: waiting") for job in jobs]
+    bars = [st.progress(0.0, text=f"{escape_line(job.filename)}: waiting") for job in jobs]
     st.caption("Indexing continues if you leave this page; the results appear here when you come back.")
     while True:
         finished = service.uploads.wait(job_ids, timeout_s=0.3)
         for number, (bar, job) in enumerate(zip(bars, jobs), start=1):
-            bar.progress(job.fraction, text=f"{job.filename} ({number}/{len(jobs)}): {'done' if job.done else job.stage}")
+            stage = "done" if job.done else escape_line(job.stage)
+            bar.progress(job.fraction, text=f"{escape_line(job.filename)} ({number}/{len(jobs)}): {stage}")
         if finished:
             break
     st.session_state["indexing-results"] = [(job.result.status, job.result.message) for job in jobs]
@@ -74,7 +77,7 @@ if not documents:
     st.info("No documents yet. Drop files above, or load the bundled user guide to try ragkit out.", icon=":material/inbox:")
     if st.button("Load the sample documents", icon=":material/auto_stories:", type="primary"):
         bar = st.progress(0.0, text="Loading samples…")
-        results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=stage))
+        results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=escape_line(stage)))
         st.session_state["indexing-results"] = [(r.status, r.message) for r in results]
         st.rerun()
     st.stop()
@@ -108,9 +111,9 @@ if not rows:
 doc = kb.document(frame.iloc[rows[0]]["id"])
 if doc is None:
     st.stop()
-st.markdown(f"### {escape_markdown(doc.title)}")
-st.caption(f"{escape_markdown(doc.filename)} · {doc.doc_type} · {plural(doc.pages, 'page')} · "
-           f"{plural(doc.chunks, 'passage')} · version {doc.version} · id `{doc.id}`")
+st.markdown(f"### {escape_line(doc.title)}")
+st.caption(f"{escape_line(doc.filename)} · {escape_line(doc.doc_type)} · {plural(doc.pages, 'page')} · "
+           f"{plural(doc.chunks, 'passage')} · version {doc.version} · id {escape_line(doc.id)}")
 edit_col, delete_col = st.columns([3, 1])
 with edit_col.form(f"edit-{doc.id}"):
     title = st.text_input("Title", value=doc.title)
@@ -120,14 +123,13 @@ with edit_col.form(f"edit-{doc.id}"):
         st.session_state["doc-notice"] = f"{doc.filename}: details saved"
         st.rerun()
 with delete_col.popover("Delete document", icon=":material/delete:", width="stretch"):
-    st.write(f"Delete **{escape_markdown(doc.filename)}** and its {doc.chunks} passages? Answers already given keep their quotes.")
+    st.write(f"Delete **{escape_line(doc.filename)}** and its {doc.chunks} passages? Answers already given keep their quotes.")
     if st.button("Yes, delete", type="primary", key=f"delete-{doc.id}"):
         kb.delete(doc.id)
         st.session_state["doc-notice"] = f"{doc.filename}: deleted"
         st.rerun()
 
 with st.expander(f"Preview passages ({doc.chunks})", expanded=False):
-    for chunk in kb.document_chunks(doc.id)[:200]:
-        meta = chunk.metadata
-        st.caption(f"Passage {meta['position'] + 1} · page {meta['page']} · {meta.get('tokens', 0)} tokens")
-        st.markdown("> " + escape_markdown(" ".join(chunk.text.split())))
+    for passage in kb.passages(doc.id)[:200]:
+        st.caption(f"Passage {passage.position + 1} · page {passage.page} · {passage.tokens} tokens")
+        st.markdown("> " + escape_line(passage.text))

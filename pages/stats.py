@@ -3,9 +3,11 @@
 import altair as alt
 import streamlit as st
 
+from pages._access import require_access
+from pages._widgets import get_service
 from ragkit.stats import documents_by, documents_frame, overview, questions_over_time, token_usage, turns_frame
-from ragkit.webapp import get_service
 
+require_access()
 st.title("Stats")
 COUNT_AXIS = alt.Axis(tickMinStep=1, format="d")
 service = get_service()

@@ -1,25 +1,72 @@
-"""Speed and memory figures (``python -m ragkit bench``): printed, never asserted.
+"""Speed and memory figures (``python -m ragkit bench [--quick] [--json]``): printed, never asserted.
 
-Builds a throwaway knowledge base of synthetic bilingual documents in a temporary
-directory and measures model load, ingest throughput, search latency and peak memory.
+Everything runs in a temporary data dir. What is measured, and how:
+
+- ``encode_chunks_per_s_<kind>``: plain ``SentenceTransformer.encode`` of passages, the
+  limit of ingest on this CPU; ``ingest_vs_encode_large`` (files of many passages) and
+  ``ingest_vs_encode_small`` (many one-passage files, as a folder ingest) are full-path
+  ingest throughputs over that limit, measured on the same passages.
+- ``search_p50_ms_<n>`` / ``search_p95_ms_<n>`` (and ``search_filtered_*`` with a tag
+  filter admitting a tenth of the documents) on bases of n passages. These bases are
+  synthetic: generated bilingual texts, ingested through the normal path but with the
+  model-free hashing embedder for their vectors (so building 100k passages takes minutes,
+  not hours); queries are embedded by the real model.
+- ``add_one_doc_s_<n>``: adding one 5-passage file (real model) until it is searchable.
+- ``reopen_s_<n>``, ``peak_rss_mb_<n>``: a new process opening the largest base until its
+  first answered search, and its peak memory (a serving process, not the builder).
+- ``extractive_answer_ms``: offline answers (passages + quoted sentences) on the samples.
+- ``first_token_ms``: question to first streamed token against a local OpenAI-compatible
+  server that answers at once.
+- ``load_*``: concurrent chat sessions asking while a large file is indexed: answer
+  latency percentiles and anything lost (turns, documents, vectors).
 """
 
 from __future__ import annotations
 
+import json
 import random
 import resource
+import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
 from .eval import percentile
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The sizes one bench run uses."""
+
+    encode_passages: int
+    large_files: int
+    large_file_passages: int
+    small_files: int
+    bases: tuple[tuple[str, int], ...]  # (label, passages)
+    searches: int
+    chat_sessions: int
+    chat_questions: int
+    indexing_passages: int
+
+
+FULL = Workload(256, 4, 150, 1000, (("10k", 10_000), ("100k", 100_000)), 200, 8, 3, 500)
+QUICK = Workload(48, 2, 40, 60, (("1k", 1_000), ("3k", 3_000)), 30, 4, 2, 100)
 
 _EN_WORDS = (
     "retrieval index document passage answer question model vector chunk token search "
     "storage session history citation source page budget latency memory network server"
 ).split()
 _ZH_WORDS = "检索 索引 文档 段落 答案 问题 模型 向量 分块 词元 搜索 存储 会话 历史 引用 来源 页面 预算 延迟 内存".split()
+_SYLLABLES = "ka lo mi ne ru sa te vi zo pa qu ri do fe ga hu ji ke ly mo".split()
+_HANZI = "山水风云花草木石江河湖海天地日月星光春夏秋冬东南西北金银铜铁茶米鱼鸟马牛羊城乡路桥门窗书画诗歌"
 
 
 def synthetic_document(index: int, sentences: int = 40) -> str:
@@ -34,47 +81,274 @@ def synthetic_document(index: int, sentences: int = 40) -> str:
     return "\n".join(lines)
 
 
+def _vocabulary(seed: int = 11) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    english = sorted({"".join(rng.choices(_SYLLABLES, k=rng.randint(2, 4))) for _ in range(6000)})
+    chinese = sorted({"".join(rng.choices(_HANZI, k=2)) for _ in range(3000)})
+    return english, chinese
+
+
+def synthetic_passage(rng: random.Random, vocabulary: tuple[list[str], list[str]]) -> str:
+    """One passage-sized paragraph (about 60-90 tokens) of English and Chinese pseudo-words,
+    with a Zipf-like word distribution so common and rare words both occur."""
+    english, chinese = vocabulary
+    weights = [1.0 / (rank + 1) for rank in range(len(english))]
+    words = rng.choices(english, weights=weights, k=24)
+    hanzi = rng.choices(chinese, weights=weights[: len(chinese)], k=14)
+    return " ".join(words).capitalize() + ". " + "".join(hanzi) + "。"
+
+
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process in MiB."""
+    """Peak resident memory of this process in MiB (VmHWM: unlike ru_maxrss, it does not
+    carry over the peak of the process that started this one)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_bench(settings: Settings, documents: int = 200, queries: int = 200) -> dict:
-    """Measure a synthetic workload and return the figures."""
-    from .kb import KnowledgeBase
+def run_bench(settings: Settings, quick: bool = False, report: Report | None = None) -> dict:
+    """Measure the workload and return the figures."""
+    from .embeddings import make_embedder
 
+    say = report or (lambda message: None)
+    workload = QUICK if quick else FULL
+    figures: dict = {"workload": "quick" if quick else "full"}
     with tempfile.TemporaryDirectory(prefix="ragkit-bench-") as tmp:
-        local = settings.model_copy(update={"data_dir": Path(tmp), "chroma_url": None, "collection": "bench"})
-        t0 = time.perf_counter()
-        kb = KnowledgeBase(local)
-        kb.embedder.embed_query("warm up")  # startup includes loading the embedding model
-        startup = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        with kb.batch():
-            for index in range(documents):
-                kb.ingest(synthetic_document(index).encode(), filename=f"bench-{index}.txt")
-        ingest = time.perf_counter() - t0
-        chunks = kb.chunk_count()
-        rng = random.Random(7)
-        latencies = []
-        for n in range(queries):
-            words = rng.choices(_ZH_WORDS if n % 2 else _EN_WORDS, k=4)
-            query = ("".join(words) if n % 2 else " ".join(words)) + "?"
-            t1 = time.perf_counter()
-            kb.search(query, k=5)
-            latencies.append((time.perf_counter() - t1) * 1000)
-        t0 = time.perf_counter()
-        KnowledgeBase(local, embedder=kb.embedder)  # sweep + lexical index from the on-disk cache
-        reopen = time.perf_counter() - t0
+        root = Path(tmp)
+        local = settings.model_copy(update={"data_dir": root / "ingest", "chroma_url": None, "collection": "bench"})
+        started = time.perf_counter()
+        embedder = make_embedder(local)
+        embedder.embed_query("warm up")
+        figures["model_load_s"] = round(time.perf_counter() - started, 2)
+        say("ingest")
+        figures.update(measure_ingest(local, embedder, workload, root))
+        say("answers")
+        figures.update(measure_answers(local.model_copy(update={"data_dir": root / "answers"}), embedder))
+        say("concurrent chat while indexing")
+        figures.update(measure_load(local.model_copy(update={"data_dir": root / "load"}), embedder, workload))
+        for label, size in workload.bases:
+            say(f"synthetic base of {size} passages")
+            base = local.model_copy(update={"data_dir": root / f"base-{label}"})
+            figures.update(measure_base(base, embedder, label, size, workload))
+    return figures
+
+
+def encode_rate(embedder, texts: list[str]) -> float:
+    """Passages per second of the bare model on these texts (the limit of ingest)."""
+    model = getattr(embedder, "model", None)
+    started = time.perf_counter()
+    if model is not None:
+        model.encode(texts, batch_size=64, normalize_embeddings=True)
+    else:
+        embedder.embed_documents(texts)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def measure_ingest(settings: Settings, embedder, workload: Workload, root: Path) -> dict:
+    """Full-path ingest throughput of large and of one-passage files, each over the bare
+    model's throughput on the same passages (a sample of them, encoded first)."""
+    from .chunking import chunk_pages
+    from .kb import IngestItem, KnowledgeBase
+
+    rng = random.Random(2)
+    vocabulary = _vocabulary()
+    large, small = root / "large-files", root / "small-files"
+    large.mkdir()
+    small.mkdir()
+    for index in range(workload.large_files):
+        paragraphs = [synthetic_passage(rng, vocabulary) for _ in range(workload.large_file_passages * 3)]
+        (large / f"large-{index}.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    for index in range(workload.small_files):
+        (small / f"small-{index:04d}.txt").write_text(synthetic_passage(rng, vocabulary), encoding="utf-8")
+    figures = {}
+    for name, folder in (("large", large), ("small", small)):
+        texts = [p.text for path in sorted(folder.iterdir())
+                 for p in chunk_pages([path.read_text(encoding="utf-8")], settings.chunk_tokens,
+                                      settings.chunk_overlap_tokens)][: workload.encode_passages]
+        limit = encode_rate(embedder, texts)
+        figures[f"encode_chunks_per_s_{name}"] = round(limit, 1)
+        kb = KnowledgeBase(settings.model_copy(update={"data_dir": root / f"ingest-{name}"}), embedder=embedder)
+        started = time.perf_counter()
+        results = kb.ingest_many([IngestItem.of(path) for path in sorted(folder.iterdir())])
+        seconds = time.perf_counter() - started
+        passages = sum(r.document.chunks for r in results if r.document)
+        figures[f"ingest_chunks_per_s_{name}"] = round(passages / seconds, 1)
+        figures[f"ingest_vs_encode_{name}"] = round(passages / seconds / limit, 3)
         kb.close()
+    return figures
+
+
+def measure_answers(settings: Settings, embedder) -> dict:
+    """Offline answer time and time to the first streamed token of a generated answer."""
+    from .chat import ChatEngine
+    from .devserver import Reply, ScriptedOpenAIServer
+    from .extractive import extractive_answer
+    from .graph.policy import answer_passages
+    from .kb import IngestItem, KnowledgeBase
+
+    kb = KnowledgeBase(settings, embedder=embedder)
+    samples = sorted(settings.samples_dir.glob("*.md"))
+    kb.ingest_many([IngestItem.of(path) for path in samples])
+    questions = ["Which file types does ragkit accept?", "How are follow-up questions handled?",
+                 "What does the source panel show?", "ragkit 支持哪些文件类型？", "离线模式下答案是怎样生成的？",
+                 "How do I get generated answers?"] * 3
+    answer_ms = []
+    for question in questions:
+        started = time.perf_counter()
+        hits = answer_passages(kb, question, settings)
+        extractive_answer(question, hits, settings, kb.embedder, kb.idf(question))
+        answer_ms.append((time.perf_counter() - started) * 1000)
+    first_token_ms = []
+    with ScriptedOpenAIServer(lambda body: Reply("ragkit accepts PDF [1].", chunk_chars=4)) as server:
+        llm_settings = settings.model_copy(update={"openai_api_key": "sk-bench", "openai_base_url": server.base_url,
+                                                   "chat_model": "bench-model"})
+        engine = ChatEngine(llm_settings, kb)
+        for number, question in enumerate(questions):
+            started = time.perf_counter()
+            for event in engine.stream(f"bench{number}", question):
+                if event["type"] == "token":
+                    first_token_ms.append((time.perf_counter() - started) * 1000)
+                    break
+            else:
+                continue
+    kb.close()
     return {
-        "documents": documents,
-        "chunks": chunks,
-        "startup_s": round(startup, 2),
-        "ingest_docs_per_s": round(documents / ingest, 1),
-        "ingest_chunks_per_s": round(chunks / ingest, 1),
-        "reopen_s": round(reopen, 2),
-        "search_p50_ms": round(percentile(latencies, 0.5), 2),
-        "search_p95_ms": round(percentile(latencies, 0.95), 2),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "extractive_answer_ms": round(statistics.median(answer_ms), 1),
+        "extractive_answer_p95_ms": round(percentile(answer_ms, 0.95), 1),
+        "first_token_ms": round(statistics.median(first_token_ms), 1) if first_token_ms else None,
     }
+
+
+def measure_load(settings: Settings, embedder, workload: Workload) -> dict:
+    """Chat sessions asking at the same time while a large file is indexed; what was lost."""
+    from .chat import ChatEngine
+    from .kb import IngestItem, KnowledgeBase
+
+    kb = KnowledgeBase(settings, embedder=embedder)
+    kb.ingest_many([IngestItem.of(path) for path in sorted(settings.samples_dir.glob("*.md"))])
+    engine = ChatEngine(settings, kb)
+    rng = random.Random(3)
+    vocabulary = _vocabulary()
+    big = "\n\n".join(synthetic_passage(rng, vocabulary) for _ in range(workload.indexing_passages * 3))
+    questions = ["Which file types does ragkit accept?", "What are its limits?", "ragkit 支持哪些文件类型？"]
+    latencies: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    indexing = threading.Thread(target=lambda: kb.ingest(big.encode(), filename="big-upload.txt"))
+
+    def chat(session: int) -> None:
+        for number in range(workload.chat_questions):
+            started = time.perf_counter()
+            try:
+                engine.ask(f"load{session}", questions[(session + number) % len(questions)])
+            except Exception as exc:  # counted as lost
+                with lock:
+                    failures.append(f"{type(exc).__name__}: {exc}")
+                continue
+            with lock:
+                latencies.append((time.perf_counter() - started) * 1000)
+
+    indexing.start()
+    sessions = [threading.Thread(target=chat, args=(n,)) for n in range(workload.chat_sessions)]
+    for thread in sessions:
+        thread.start()
+    for thread in sessions:
+        thread.join()
+    asked_while_indexing = indexing.is_alive()
+    indexing.join()
+    turns = sum(len(engine.history.turns(f"load{n}")) for n in range(workload.chat_sessions))
+    expected = workload.chat_sessions * workload.chat_questions
+    vectors = {stored.id for stored, _ in kb.store.scan()}
+    lost_passages = len(kb.catalog.passage_ids() ^ vectors)
+    indexed = any(doc.filename == "big-upload.txt" for doc in kb.documents())
+    kb.close()
+    return {
+        "load_sessions": workload.chat_sessions,
+        "load_answers": len(latencies),
+        "load_answer_p50_ms": round(percentile(latencies, 0.5), 1),
+        "load_answer_p95_ms": round(percentile(latencies, 0.95), 1),
+        "load_answers_finished_before_indexing": asked_while_indexing,
+        "load_lost": (expected - turns) + len(failures) + lost_passages + (0 if indexed else 1),
+    }
+
+
+def measure_base(settings: Settings, embedder, label: str, size: int, workload: Workload) -> dict:
+    """Search latency, adding one file, reopening and memory on a synthetic base of ``size`` passages."""
+    from .kb import KnowledgeBase
+    from .retrieval import SearchFilters
+
+    build_synthetic_base(settings, size)
+    kb = KnowledgeBase(settings, embedder=embedder, check_model=False)  # queries use the real model
+    rng = random.Random(5)
+    vocabulary = _vocabulary()
+    queries = []
+    for n in range(workload.searches):
+        english, chinese = vocabulary
+        queries.append(" ".join(rng.choices(english[:2000], k=4)) + "?" if n % 2 else
+                       "".join(rng.choices(chinese[:1000], k=4)) + "？")
+    tagged = SearchFilters(tags=["team-a"])
+    figures = {}
+    for name, filters in (("search", None), ("search_filtered", tagged)):
+        latencies = []
+        for query in queries:
+            started = time.perf_counter()
+            kb.search(query, k=5, filters=filters)
+            latencies.append((time.perf_counter() - started) * 1000)
+        figures[f"{name}_p50_ms_{label}"] = round(percentile(latencies, 0.5), 2)
+        figures[f"{name}_p95_ms_{label}"] = round(percentile(latencies, 0.95), 2)
+    text = "\n\n".join(f"Benchmark addition paragraph {n}: the quokka number {n} smiles at visitors." for n in range(5))
+    started = time.perf_counter()
+    added = kb.ingest(text.encode(), filename="added.txt")
+    found = kb.search("quokka smiles at visitors", k=1)
+    figures[f"add_one_doc_s_{label}"] = round(time.perf_counter() - started, 3)
+    figures[f"add_one_doc_found_{label}"] = bool(found and found[0].doc_id == added.document.id)
+    kb.close()
+    figures.update(measure_reopen(settings, label))
+    return figures
+
+
+def build_synthetic_base(settings: Settings, size: int, passages_per_doc: int = 5) -> None:
+    """Ingest ``size`` generated passages (5 per document, every tenth document tagged
+    "team-a") through the normal path, with the hashing embedder for their vectors."""
+    from .embeddings import HashingEmbedder
+    from .kb import IngestItem, KnowledgeBase
+
+    kb = KnowledgeBase(settings, embedder=HashingEmbedder())
+    rng = random.Random(size)
+    vocabulary = _vocabulary()
+    items = []
+    for index in range(size // passages_per_doc):
+        text = "\n\n".join(synthetic_passage(rng, vocabulary) for _ in range(passages_per_doc))
+        tags = ["team-a"] if index % 10 == 0 else []
+        items.append(IngestItem.of(text.encode(), f"synthetic-{index:06d}.txt", tags=tags))
+        if len(items) == 2000:
+            kb.ingest_many(items)
+            items = []
+    kb.ingest_many(items)
+    kb.close()
+
+
+_REOPEN = """
+import time, json, sys
+started = time.perf_counter()
+from ragkit.bench import peak_rss_mb
+from ragkit.config import Settings
+from ragkit.kb import KnowledgeBase
+kb = KnowledgeBase(Settings(data_dir=sys.argv[1], collection="bench", _env_file=None), check_model=False)
+hits = kb.search("storage latency index", k=5)
+seconds = time.perf_counter() - started
+for query in ["检索 模型", "session history budget", "山水 茶米"] * 5:
+    kb.search(query, k=5)
+print(json.dumps({"seconds": seconds, "hits": len(hits), "rss_mb": peak_rss_mb()}))
+"""
+
+
+def measure_reopen(settings: Settings, label: str) -> dict:
+    """A new process opening the base until its first answered search, and its peak memory."""
+    result = subprocess.run([sys.executable, "-c", _REOPEN, str(settings.data_path)], capture_output=True,
+                            text=True, timeout=600)
+    if result.returncode != 0:
+        return {f"reopen_error_{label}": result.stderr.strip().splitlines()[-1:]}
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    return {f"reopen_s_{label}": round(measured["seconds"], 2), f"peak_rss_mb_{label}": round(measured["rss_mb"], 1)}

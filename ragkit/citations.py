@@ -11,10 +11,12 @@ import html
 import re
 from dataclasses import asdict, dataclass
 
-from .retrieval import SearchHit
+from .passages import Hit
 
 MARKER_RE = re.compile(r"\[(\d{1,3}(?:\s*[,，]\s*\d{1,3})*)\]")
 _TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_TAG_OPEN_RE = re.compile(r"<(?=[A-Za-z/!?])")
+_MAX_HTML_PASSES = 8
 
 
 @dataclass
@@ -47,20 +49,20 @@ class Source:
         return cls(**{key: value for key, value in data.items() if key in fields})
 
 
-def sources_from_hits(hits: list[SearchHit]) -> list[Source]:
+def sources_from_hits(hits: list[Hit]) -> list[Source]:
     """Number retrieved chunks 1..n in rank order."""
     return [
         Source(
             n=index,
-            chunk_id=hit.chunk_id,
+            chunk_id=hit.id,
             doc_id=hit.doc_id,
             title=hit.title,
             filename=hit.filename,
             page=hit.page,
             text=hit.text,
             quote=hit.text,
-            start=hit.start,
-            end=hit.end,
+            start=hit.passage.start,
+            end=hit.passage.end,
             score=round(hit.score, 4),
             dense_score=None if hit.dense_score is None else round(hit.dense_score, 4),
             lexical_score=None if hit.lexical_score is None else round(hit.lexical_score, 4),
@@ -70,8 +72,19 @@ def sources_from_hits(hits: list[SearchHit]) -> list[Source]:
 
 
 def strip_html(text: str) -> str:
-    """Remove HTML tags a model may emit, and unescape entities, leaving plain text."""
-    return html.unescape(_TAG_RE.sub("", text))
+    """Plain text from a model's output: entities decoded, HTML tags removed, no tag left.
+
+    Entities are decoded before tags are removed (and both repeated until nothing
+    changes), so ``&lt;script&gt;`` or ``<<b>script>`` cannot turn into a real tag. A
+    ``<`` that could still open one (an unclosed ``<img ...``) gets a word joiner after
+    it: it reads the same but no HTML or Markdown parser sees a tag.
+    """
+    for _ in range(_MAX_HTML_PASSES):
+        cleaned = _TAG_RE.sub("", html.unescape(text))
+        if cleaned == text:
+            break
+        text = cleaned
+    return _TAG_OPEN_RE.sub("<\u2060", text)
 
 
 def validate_markers(answer: str, sources: list[Source]) -> str:
@@ -86,7 +99,7 @@ def validate_markers(answer: str, sources: list[Source]) -> str:
         return "".join(f"[{n}]" for n in kept)
 
     cleaned = MARKER_RE.sub(replace, answer)
-    cleaned = re.sub(r"[ \t]+([.,;:!?。，；：！？])", r"\1", cleaned)
+    cleaned = re.sub(r"(?<![ \t])[ \t]+([.,;:!?。，；：！？])", r"\1", cleaned)  # linear: one start per run
     for source in sources:
         source.cited = source.n in cited
     return cleaned.strip()

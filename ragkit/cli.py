@@ -21,7 +21,10 @@ class CommandError(RuntimeError):
 def _kb(args):
     from .kb import KnowledgeBase
 
-    return KnowledgeBase(load_settings(**_overrides(args)))
+    kb = KnowledgeBase(load_settings(**_overrides(args)))
+    for note in kb.health:
+        print(f"warning: {note}", file=sys.stderr)
+    return kb
 
 
 def _overrides(args) -> dict:
@@ -47,14 +50,16 @@ def cmd_ingest(args) -> int:
     files = expand_paths(args.paths)
     if not files:
         raise CommandError("no supported files found in " + ", ".join(args.paths))
+    from .kb import IngestItem
+
     kb = _kb(args)
     tags = args.tags.split(",") if args.tags else []
-    results = []
-    with kb.batch(), tqdm(total=len(files), unit="file", disable=len(files) < 2 or args.json, file=sys.stderr) as bar:
-        for path in files:
-            bar.set_description(path.name[:30])
-            results.append(kb.ingest(path, tags=tags))
-            bar.update(1)
+    with tqdm(total=len(files), unit="file", disable=len(files) < 2 or args.json, file=sys.stderr) as bar:
+        def finished(stage: str, fraction: float) -> None:
+            if stage == "done":
+                bar.update(1)
+
+        results = kb.ingest_many([IngestItem.of(path, tags=tags, progress=finished) for path in files])
     for result in results:
         if args.json:
             print(json.dumps(result.to_dict(), ensure_ascii=False))
@@ -144,20 +149,32 @@ def cmd_tag(args) -> int:
 
 
 def cmd_reindex(args) -> int:
-    """Re-embed every chunk with the configured embedding model."""
-    from .kb import KnowledgeBase, EmbeddingModelMismatch
-    from .store import Registry
+    """Re-embed every passage with the configured embedding model."""
+    from .kb import KnowledgeBase
+
+    kb = KnowledgeBase(load_settings(**_overrides(args)), check_model=False)
+    done = kb.reindex()
+    print(f"re-embedded {done} passages with {kb.embedder.name}")
+    return 0
+
+
+def cmd_repair(args) -> int:
+    """Rebuild what can be rebuilt after the catalog or the vector store was damaged."""
+    from .errors import CatalogError
+    from .integrity import set_aside
+    from .kb import KnowledgeBase
 
     settings = load_settings(**_overrides(args))
     try:
-        kb = KnowledgeBase(settings)
-    except EmbeddingModelMismatch:
-        registry = Registry(settings.data_path / "registry.sqlite3")
-        registry.set_meta("embedding_model", settings.embedding_model)
-        registry.close()
-        kb = KnowledgeBase(settings)
-    done = kb.reindex()
-    print(f"re-embedded {done} chunks with {kb.embedder.name}")
+        kb = KnowledgeBase.for_repair(settings)
+    except CatalogError:
+        moved = set_aside(settings.data_path / "registry.sqlite3")
+        print(f"set the unreadable catalog aside as {moved.name}")
+        kb = KnowledgeBase.for_repair(settings)
+    for line in kb.repair().lines():
+        print(line)
+    for note in kb.health:
+        print(f"warning: {note}", file=sys.stderr)
     return 0
 
 
@@ -190,7 +207,8 @@ def cmd_bench(args) -> int:
     """Print speed and memory figures."""
     from .bench import run_bench
 
-    summary = run_bench(load_settings(**_overrides(args)), documents=args.documents, queries=args.queries)
+    summary = run_bench(load_settings(**_overrides(args)), quick=args.quick,
+                        report=lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True))
     width = max(len(key) for key in summary)
     for key, value in summary.items():
         print(f"{key:<{width}}  {value}")
@@ -295,6 +313,17 @@ def _need(value, what: str = "a session id"):
     return value
 
 
+def positive_int(value: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for every command."""
     parser = argparse.ArgumentParser(prog="python -m ragkit", description="ragkit knowledge base")
@@ -313,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="hybrid search")
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=positive_int, default=5, help="number of passages (at least 1)")
     p.add_argument("--doc", action="append", help="restrict to a document id (repeatable)")
     p.add_argument("--tag", action="append", help="restrict to a tag (repeatable)")
     p.add_argument("--type", action="append", help="restrict to a type: pdf, docx, txt, markdown...")
@@ -333,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reindex", help="re-embed all chunks with the configured embedding model")
     p.set_defaults(func=cmd_reindex)
 
+    p = sub.add_parser("repair", help="rebuild the catalog or the vector index after data was lost or damaged")
+    p.set_defaults(func=cmd_repair)
+
     p = sub.add_parser("eval", help="measure retrieval (and answer) quality on a SQuAD-format file")
     p.add_argument("path")
     p.add_argument("--answers", action="store_true", help="also measure the extractive answers")
@@ -341,8 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("bench", help="speed and memory figures")
-    p.add_argument("--documents", type=int, default=200)
-    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--quick", action="store_true", help="a small workload (under a minute): a smoke test")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
 
@@ -364,10 +395,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 arrive as lone surrogates
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    for name, value in vars(args).items():
+        if isinstance(value, str) and not _encodable(value):
+            print(f"error: the {name} argument is not valid UTF-8 text (check the terminal's encoding)", file=sys.stderr)
+            return 2
     try:
         return args.func(args) or 0
     except (CommandError, SettingsError) as exc:
@@ -377,9 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        from .kb import KnowledgeBaseError
+        from .errors import KnowledgeBaseError
+        from .history import SessionError
 
-        if isinstance(exc, KnowledgeBaseError):
+        if isinstance(exc, (KnowledgeBaseError, SessionError)):
             print(f"error: {exc}", file=sys.stderr)
             return 1
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -44,6 +44,7 @@ class Settings(BaseSettings):
 
     # ingest limits
     max_upload_mb: float = Field(default=50.0, gt=0)
+    max_unpacked_mb: float = Field(default=100.0, gt=0, description="largest uncompressed content of one file: the parts of a DOCX, the streams of a PDF")
     chunk_tokens: int = Field(default=256, ge=32, le=4096)
     chunk_overlap_tokens: int = Field(default=48, ge=0)
 
@@ -57,6 +58,11 @@ class Settings(BaseSettings):
     )
     same_document_k: int = Field(
         default=1, ge=0, le=20, description="answers also see this many more passages of the best document"
+    )
+
+    # app access
+    app_password: SecretStr | None = Field(
+        default=None, description="when set, the app asks for this password before showing anything"
     )
 
     # answering
@@ -76,7 +82,7 @@ class Settings(BaseSettings):
     extractive_chars_cjk: int = Field(default=165, ge=20)
     extractive_chars_latin: int = Field(default=340, ge=40)
 
-    @field_validator("chroma_url", "openai_api_key", "openai_base_url", mode="before")
+    @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", mode="before")
     @classmethod
     def _blank_is_none(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
@@ -106,6 +112,11 @@ class Settings(BaseSettings):
     def max_upload_bytes(self) -> int:
         """Upload size limit in bytes."""
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_unpacked_bytes(self) -> int:
+        """Largest total uncompressed size of a DOCX (zip) file, in bytes."""
+        return int(self.max_unpacked_mb * 1024 * 1024)
 
 
 def load_settings(**overrides) -> Settings:

@@ -1,35 +1,66 @@
-"""Deciding whether a follow-up needs the conversation, and the offline rewrite.
+"""Follow-up questions made standalone, without a model.
 
-Without a model, a follow-up such as "What are its main features?" is made searchable by
-carrying the key terms of the previous (standalone) question: "What are its main
-features? (LangGraph)". With a model, the model rewrites it; this module still decides
-whether that call is needed at all.
+A follow-up refers back ("What are its main features?", "它的续航怎么样？"). The offline
+rewrite finds the subject of the previous question (the name or phrase it asks about:
+rare in the knowledge base, found in the passage that answered it, early in the
+question) and puts it in place of the reference: "What are LangGraph's main features?".
+A question with no reference is complete and is left exactly as it is, so a change of
+topic never drags the old subject along.
+
+With a model the model rewrites, and :func:`plausible_rewrite` decides whether to trust
+what it wrote (small models echo markup, answer instead, or drift off topic).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from .text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, chinese_words, is_cjk_text, search_tokens
 
-ENGLISH_REFERENCES = frozenset(
-    "it its it's they them their theirs this that these those he him his she her hers there "
-    "former latter above same such one ones".split()
-)
-CHINESE_REFERENCES = ("它", "它们", "其", "他", "她", "他们", "她们", "这", "那", "该", "此", "上述", "前者", "后者", "这个", "那个", "这些", "那些")
-FOLLOW_UP_OPENERS = re.compile(
-    r"^\s*(and|also|what about|how about|why|so|then|but|more|tell me more|还有|那么|那|另外|然后|为什么|怎么|再)\b",
-    re.IGNORECASE,
-)
+ENGLISH_REFERENCES = {
+    "it": "{s}", "its": "{s}'s", "they": "{s}", "them": "{s}", "their": "{s}'s", "he": "{s}",
+    "him": "{s}", "his": "{s}'s", "she": "{s}", "her": "{s}'s",
+}
+# Longest first, so "它们的" is matched before "它".
+CHINESE_REFERENCES = ("它们的", "他们的", "她们的", "它的", "他的", "她的", "它们", "他们", "她们", "其", "它", "他", "她", "该")
+FOLLOW_UP_OPENERS = re.compile(r"^\s*(and|also|what about|how about|and what about|那么?|还有|另外)\b", re.IGNORECASE)
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how main key some many much tell explain describe give list "
-    "does do did is are was were can could should would please more about".split()
+    "does do did is are was were can could should would please more about in on at for from by the a an".split()
 )
+_CONNECTORS = {"of", "the", "de", "and", "for", "&", "du", "la", "von", "van"}
+_ENGLISH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’.&-]*")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 MAX_CARRIED_TERMS = 6
 
+Rarity = Callable[[str], float]  # higher for a phrase that is rarer in the knowledge base
 
-def _english_words(text: str) -> list[str]:
-    return re.findall(r"[A-Za-z][A-Za-z0-9'’.-]*", text)
+
+@dataclass(frozen=True)
+class Exchange:
+    """One earlier turn as the rewrite sees it: question (standalone form), answer, and
+    the text of the passage that answered it (where its subject is usually named)."""
+
+    question: str
+    answer: str
+    evidence: str = ""
+
+
+def references(question: str) -> list[str]:
+    """The words of ``question`` that refer back to something said before."""
+    if is_cjk_text(question):
+        return [ref for ref in CHINESE_REFERENCES if ref in question]
+    return [word for word in _ENGLISH_WORD.findall(question) if word.lower() in ENGLISH_REFERENCES]
+
+
+def needs_context(question: str) -> bool:
+    """True when the question leans on the conversation: a reference, a follow-up opener
+    ("what about..."), or no content word of its own."""
+    if references(question) or FOLLOW_UP_OPENERS.search(question):
+        return True
+    return not own_content_terms(question)
 
 
 def own_content_terms(question: str) -> list[str]:
@@ -41,60 +72,174 @@ def own_content_terms(question: str) -> list[str]:
     ]
 
 
-def needs_context(question: str) -> bool:
-    """True when the question leans on the conversation (a reference, an opener, no subject)."""
-    words = {word.lower() for word in _english_words(question)}
-    if words & ENGLISH_REFERENCES:
-        return True
-    if any(ref in question for ref in CHINESE_REFERENCES):
-        return True
-    if FOLLOW_UP_OPENERS.search(question):
-        return True
-    return not own_content_terms(question)
+def subject_candidates(question: str) -> list[str]:
+    """Phrases the question may be about: runs of capitalised words (with "of", "the"...
+    inside) for English; runs of Chinese text between function words for Chinese."""
+    if is_cjk_text(question):
+        return _chinese_candidates(question)
+    return _english_candidates(question)
+
+
+def _english_candidates(question: str) -> list[str]:
+    words = _ENGLISH_WORD.findall(question)
+    found, run = [], []
+    for index, word in enumerate(words):
+        clean = word.strip(".'’")
+        capital = clean[:1].isupper() and not (index == 0 and clean.lower() in QUESTION_WORDS)
+        if capital or (run and clean.lower() in _CONNECTORS):
+            run.append(clean)
+            continue
+        found.extend(_close(run))
+        run = []
+    found.extend(_close(run))
+    if not found:  # no name: the content words after the last "the" / "of"
+        tail = re.split(r"\b(?:of|the)\b", question)[-1]
+        content = [w for w in _ENGLISH_WORD.findall(tail) if w.lower() not in ENGLISH_STOPWORDS
+                   and w.lower() not in QUESTION_WORDS]
+        if content:
+            found.append("the " + " ".join(content))
+    return list(dict.fromkeys(found))
+
+
+def _close(run: list[str]) -> list[str]:
+    while run and run[-1].lower() in _CONNECTORS:
+        run = run[:-1]
+    while run and run[0].lower() in _CONNECTORS - {"the"}:
+        run = run[1:]
+    if run and run[0].lower() == "the":
+        run = run[1:]
+    return [" ".join(run)] if run else []
+
+
+def _chinese_candidates(question: str) -> list[str]:
+    found = []
+    for run in _CJK_RUN.findall(question):
+        words = chinese_words(run)
+        current = ""
+        for word in words:
+            if word in CHINESE_STOPWORDS or word in _CJK_QUESTION_PIECES or word in CHINESE_REFERENCES:
+                if len(current) >= 2:
+                    found.append(current)
+                current = ""
+            else:
+                current += word
+        if len(current) >= 2:
+            found.append(current)
+    return list(dict.fromkeys(found))
+
+
+_CJK_QUESTION_PIECES = frozenset(
+    "什么 哪 哪个 哪些 哪里 谁 多少 几 怎么 怎样 如何 为什么 是否 吗 呢 主要 什么样 何时 哪年 哪一年 多久 "
+    "是 有 在 以 为 对 被 把 从 到 了 的 地 得 和 与 及 或 将 会 能 可以 曾 曾经 由 于 并".split()
+)
+
+
+def _substrings_in(candidate: str, evidence: str) -> str:
+    """The longest part of a Chinese candidate that the evidence contains (names are
+    often followed by words the passage does not repeat)."""
+    if not evidence or candidate in evidence:
+        return candidate
+    for size in range(len(candidate) - 1, 1, -1):
+        for start in range(0, len(candidate) - size + 1):
+            piece = candidate[start : start + size]
+            if piece in evidence:
+                return piece
+    return candidate
+
+
+def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None) -> str:
+    """The phrase ``question`` is most likely about: rare in the knowledge base, present in
+    the evidence (the passage that answered it), and early in the question."""
+    candidates = subject_candidates(question)
+    if is_cjk_text(question):
+        candidates = list(dict.fromkeys(_substrings_in(c, evidence) for c in candidates))
+    if not candidates:
+        return ""
+    measure = rarity or (lambda phrase: float(len(phrase)))
+    lowered_evidence = evidence.lower()
+
+    def score(item: tuple[int, str]) -> float:
+        position, phrase = item
+        present = 1.0 if phrase.lower() in lowered_evidence else 0.0
+        return measure(phrase) * (1.0 + 0.5 * present) / (1.0 + 0.15 * position)
+
+    return max(enumerate(candidates), key=score)[1]
+
+
+def substitute(question: str, subject: str) -> str:
+    """``question`` with its references replaced by ``subject`` (unchanged when it has none)."""
+    if is_cjk_text(question):
+        for ref in CHINESE_REFERENCES:
+            if ref in question:
+                replacement = subject + ("的" if ref.endswith("的") or ref == "其" else "")
+                return question.replace(ref, replacement, 1)
+        return question
+
+    def replace(match: re.Match) -> str:
+        pattern = ENGLISH_REFERENCES[match.group(0).lower()]
+        return pattern.format(s=subject)
+
+    names = "|".join(sorted(ENGLISH_REFERENCES, key=len, reverse=True))
+    return re.sub(rf"\b({names})\b", replace, question, count=1, flags=re.IGNORECASE)
+
+
+def heuristic_rewrite(question: str, history: list[Exchange], rarity: Rarity | None = None) -> str:
+    """The offline standalone form of a follow-up: its reference replaced by the previous
+    question's subject; a question with no reference is returned as is."""
+    if not history or not needs_context(question):
+        return question
+    previous = history[-1]
+    subject = find_subject(previous.question, previous.evidence or previous.answer, rarity)
+    if not subject or subject.lower() in question.lower():
+        return question
+    if references(question):
+        return substitute(question, subject)
+    return f"{question.strip()} ({subject})"  # "what about the price?" names nothing to replace
 
 
 def key_terms(question: str) -> list[str]:
-    """The subject words of a question, in their original form (for carrying forward)."""
+    """The subject words of a question, in their original form."""
     if is_cjk_text(question):
-        terms = [
-            word for word in chinese_words(question)
-            if word.strip() and any(ch.isalnum() for ch in word)
-            and word not in CHINESE_STOPWORDS and not any(word.startswith(ref) for ref in CHINESE_REFERENCES)
-            and word.lower() not in QUESTION_WORDS
-        ]
+        terms = [w for w in chinese_words(question) if w.strip() and any(ch.isalnum() for ch in w)
+                 and w not in CHINESE_STOPWORDS and w not in _CJK_QUESTION_PIECES]
     else:
-        terms = [
-            word.strip(".'’") for word in _english_words(question)
-            if word.lower() not in ENGLISH_STOPWORDS and word.lower() not in QUESTION_WORDS
-            and word.lower() not in ENGLISH_REFERENCES
-        ]
-    unique = list(dict.fromkeys(term for term in terms if term))
-    return unique[:MAX_CARRIED_TERMS]
+        terms = [w.strip(".'’") for w in _ENGLISH_WORD.findall(question) if w.lower() not in ENGLISH_STOPWORDS
+                 and w.lower() not in QUESTION_WORDS and w.lower() not in ENGLISH_REFERENCES]
+    return list(dict.fromkeys(t for t in terms if t))[:MAX_CARRIED_TERMS]
 
 
-def heuristic_rewrite(question: str, history: list[tuple[str, str]]) -> str:
-    """Append the previous question's key terms that the new question lacks."""
-    if not history:
-        return question
-    previous = history[-1][0]
-    lowered = question.lower()
-    carried = [term for term in key_terms(previous) if term.lower() not in lowered]
-    if not carried:
-        return question
-    joiner = "" if is_cjk_text(question) and all(is_cjk_text(t) for t in carried) else " "
-    return f"{question.strip()} ({joiner.join(carried)})"
+_MARKUP = re.compile(r"<<|>>|\[/?INST\]|<\|[^|]*\|>|<start_of_turn>|<end_of_turn>|^\s*#|</?s>|SYS>", re.IGNORECASE)
 
 
-def clean_rewrite(text: str, fallback: str) -> str:
-    """Tidy a model's rewrite (first line, no quotes/labels); the fallback when unusable."""
+def clean_rewrite(text: str) -> str:
+    """A model's rewrite tidied: first line, no labels, quotes or trailing chatter."""
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
     line = re.sub(r"^((standalone|rewritten) question|question|问题|user|assistant|human|ai)\s*[:：]\s*", "", line,
                   flags=re.IGNORECASE)
-    line = re.sub(r"\[\d{1,3}\]|\[/?INST\]", "", line).strip()
-    line = line.strip("\"'“”「」 ")
+    line = re.sub(r"\[\d{1,3}\]", "", line).strip().strip("\"'“”「」 ")
     question_end = re.search(r"[?？]", line)
     if question_end:  # a rambling model keeps going after the question
         line = line[: question_end.end()]
-    if not line or len(line) > 4 * max(len(fallback), 50) or not any(ch.isalnum() for ch in line):
-        return fallback
     return line
+
+
+def plausible_rewrite(rewrite: str, question: str, history: list[Exchange]) -> str:
+    """Why a model's rewrite cannot be used ("" when it can): markup echoed from the
+    prompt, no words in common with the question or the conversation, far shorter than
+    the question, or far longer than question and subject together."""
+    if not rewrite or not any(ch.isalnum() for ch in rewrite):
+        return "empty"
+    if _MARKUP.search(rewrite):
+        return "echoed prompt markup"
+    own = set(search_tokens(question))
+    context = set(search_tokens(" ".join(e.question for e in history[-2:])))
+    words = set(search_tokens(rewrite))
+    if own and not words & own:
+        return "shares no word with the question"
+    if context and not words & (own | context):
+        return "shares no word with the conversation"
+    if len(rewrite) < 0.6 * len(question.strip()):
+        return "much shorter than the question"
+    if len(rewrite) > 3 * len(question) + 80:
+        return "much longer than the question"
+    return ""

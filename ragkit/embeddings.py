@@ -128,6 +128,27 @@ class OpenAIEmbedder(Embedder):
         return vectors / np.maximum(norms, 1e-12)
 
 
+class HashingEmbedder(Embedder):
+    """A model-free embedder: each text's search tokens hashed into a normalised bag of
+    words. Fast and deterministic, for benchmarks that need a large store quickly and
+    for tests whose subject is not the model; texts sharing words land near each other."""
+
+    name = "hashing-bag-of-words"
+    dimension = 384
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import hashlib
+
+        from .text import search_tokens
+
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in search_tokens(text) or ["\u2400"]:
+                digest = hashlib.blake2b(token.encode(), digest_size=4).digest()
+                vectors[row, int.from_bytes(digest, "little") % self.dimension] += 1.0
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
 def make_embedder(settings: Settings) -> Embedder:
     """The embedder named by ``settings.embedding_model``."""
     name = settings.embedding_model

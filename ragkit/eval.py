@@ -80,7 +80,7 @@ def run_eval(
     embedder=None,
 ) -> dict:
     """Build a throwaway knowledge base from the file and measure retrieval (and answers)."""
-    from .kb import KnowledgeBase
+    from .kb import IngestItem, KnowledgeBase
 
     passages, items = read_squad(path)
     if limit:
@@ -92,12 +92,12 @@ def run_eval(
         kb = KnowledgeBase(eval_settings, embedder=embedder)
         started = time.perf_counter()
         doc_to_passage: dict[str, int] = {}
-        with kb.batch():
-            for index, passage in enumerate(passages):
-                result = kb.ingest(passage.encode("utf-8"), filename=f"passage-{index:05d}.txt")
-                if result.document is not None:
-                    doc_to_passage[result.document.id] = index
-                report("ingest", index + 1, len(passages))
+        items = [IngestItem.of(passage.encode("utf-8"), f"passage-{index:05d}.txt",
+                               progress=_counter(report, "ingest", len(passages)))
+                 for index, passage in enumerate(passages)]
+        for index, result in enumerate(kb.ingest_many(items)):
+            if result.document is not None:
+                doc_to_passage[result.document.id] = index
         ingest_seconds = time.perf_counter() - started
         rankings, latencies = [], []
         for number, item in enumerate(items):
@@ -115,7 +115,7 @@ def run_eval(
             "dataset": Path(path).name,
             "passages": len(passages),
             "questions": len(items),
-            "chunks": kb.chunk_count(),
+            "chunks": kb.passage_count(),
             **retrieval_metrics(rankings, [item.passage_index for item in items]),
             "search_p50_ms": round(percentile(latencies, 0.5), 2),
             "search_p95_ms": round(percentile(latencies, 0.95), 2),
@@ -128,15 +128,28 @@ def run_eval(
     return summary
 
 
+def _counter(report, stage: str, total: int):
+    """A progress callback that counts finished files."""
+    done = [0]
+
+    def on_stage(name: str, fraction: float) -> None:
+        if name == "done":
+            done[0] += 1
+            report(stage, done[0], total)
+
+    return on_stage
+
+
 def answer_metrics(kb, items: list[QAItem], report) -> dict:
     """answer_contains / answer_chars_mean / answer_p50_ms of the offline extractive answerer,
     on the same relevant hits the chat graph answers from."""
     from .extractive import extractive_answer
+    from .graph.policy import answer_passages
 
     contains, lengths, latencies = 0, [], []
     for number, item in enumerate(items):
         t0 = time.perf_counter()
-        hits = kb.answer_hits(item.question)
+        hits = answer_passages(kb, item.question, kb.settings)
         answer = extractive_answer(item.question, hits, kb.settings, kb.embedder, kb.idf(item.question))
         latencies.append((time.perf_counter() - t0) * 1000)
         lengths.append(len(answer.text))

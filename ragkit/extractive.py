@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .citations import Source, sources_from_hits
 from .config import Settings
-from .retrieval import SearchHit
+from .passages import Hit
 from .text import (
     CHINESE_STOPWORDS,
     chinese_words,
@@ -86,7 +86,7 @@ class ExtractiveAnswer:
     found: bool = True
 
 
-def _candidates(hits: list[SearchHit]) -> list[Candidate]:
+def _candidates(hits: list[Hit]) -> list[Candidate]:
     """The sentences of the hits, each once: overlapping chunks repeat their border sentences."""
     found, seen = [], set()
     for index, hit in enumerate(hits):
@@ -197,7 +197,7 @@ def _fit(text: str, budget: int, question_tokens: set[str]) -> str:
 
 def extractive_answer(
     question: str,
-    hits: list[SearchHit],
+    hits: list[Hit],
     settings: Settings,
     embedder=None,
     idf: dict[str, float] | None = None,

@@ -9,36 +9,42 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy import Connection, text
+
 from .citations import Source
-from .sqlite import connect
+from .render import escape_line, safe_answer_markdown
+from .db import DatabaseUnreadable, apply_migrations, open_database, read, write
 from .text import count_tokens
 
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-SCHEMA_VERSION = 1
-_MIGRATIONS = {
-    1: [
-        """CREATE TABLE sessions (
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _sessions_and_turns(conn: Connection) -> None:
+    """Version 1: sessions and their turns (adopted as is from a database the previous
+    release made, which numbered its schema in SQLite's user_version)."""
+    conn.execute(text(
+        """CREATE TABLE IF NOT EXISTS sessions (
             id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '',
-            created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
-        """CREATE TABLE turns (
+            created_at REAL NOT NULL, updated_at REAL NOT NULL)"""))
+    conn.execute(text(
+        """CREATE TABLE IF NOT EXISTS turns (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
             question TEXT NOT NULL, standalone_question TEXT NOT NULL, answer TEXT NOT NULL,
             mode TEXT NOT NULL, model TEXT NOT NULL DEFAULT '', sources TEXT NOT NULL DEFAULT '[]',
             timings TEXT NOT NULL DEFAULT '{}', usage TEXT NOT NULL DEFAULT '{}',
             error TEXT NOT NULL DEFAULT '', filters TEXT NOT NULL DEFAULT '{}',
-            created_at REAL NOT NULL)""",
-        "CREATE INDEX turns_session ON turns(session_id, id)",
-    ],
-}
+            created_at REAL NOT NULL)"""))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, id)"))
+
+
+MIGRATIONS = [_sessions_and_turns]
 
 
 class SessionError(ValueError):
@@ -82,7 +88,7 @@ class SessionInfo:
 
 def validate_session_id(session_id: str) -> str:
     """Return the id if it is 1-64 letters, digits, '-' or '_'; raise SessionError otherwise."""
-    if not isinstance(session_id, str) or not SESSION_ID_RE.match(session_id):
+    if not isinstance(session_id, str) or not SESSION_ID_RE.fullmatch(session_id):
         raise SessionError(f"invalid session id {session_id!r}: use 1-64 letters, digits, '-' or '_'")
     return session_id
 
@@ -101,25 +107,20 @@ def auto_title(question: str, limit: int = 48) -> str:
 class HistoryManager:
     """Sessions and their turns, persisted in SQLite, safe to share between threads."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.RLock()
-        self._conn = connect(path)
-        self._migrate()
+    def __init__(self, location: str | Path):
+        self.location = str(location)
+        try:
+            self._engine = open_database(location)
+            apply_migrations(self._engine, "sessions", MIGRATIONS)
+        except DatabaseUnreadable as exc:
+            raise SessionError(
+                f"the sessions database {self.location} cannot be read ({exc}). Restore it from a backup, "
+                "or move it aside to start with no conversations (documents are not affected)."
+            ) from None
 
-    def _migrate(self) -> None:
-        with self._lock:
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                self._conn.execute("BEGIN IMMEDIATE")
-                for statement in _MIGRATIONS[target]:
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {target}")
-                self._conn.execute("COMMIT")
-
-    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+    def _query(self, sql: str, params: dict | None = None) -> list:
+        with read(self._engine) as conn:
+            return conn.execute(text(sql), params or {}).mappings().all()
 
     # ----- sessions ----------------------------------------------------------------
 
@@ -127,10 +128,11 @@ class HistoryManager:
         """Create a session (random id unless given); an existing id is returned as is."""
         session_id = validate_session_id(session_id or new_session_id())
         stamp = time.time()
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO sessions(id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (session_id, title, stamp, stamp),
+        with write(self._engine) as conn:
+            conn.execute(
+                text("INSERT INTO sessions(id, title, created_at, updated_at) VALUES (:id, :title, :t, :t) "
+                     "ON CONFLICT(id) DO NOTHING"),
+                {"id": session_id, "title": title, "t": stamp},
             )
         return self.session(session_id)
 
@@ -138,8 +140,8 @@ class HistoryManager:
         """Info on one session; SessionError when it does not exist."""
         rows = self._query(
             "SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns "
-            "FROM sessions s WHERE s.id = ?",
-            (validate_session_id(session_id),),
+            "FROM sessions s WHERE s.id = :id",
+            {"id": validate_session_id(session_id)},
         )
         if not rows:
             raise SessionError(f"no session {session_id!r}")
@@ -164,21 +166,23 @@ class HistoryManager:
     def rename(self, session_id: str, title: str) -> SessionInfo:
         """Give a session a new title."""
         self.session(session_id)
-        with self._lock:
-            self._conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title.strip()[:120], session_id))
+        with write(self._engine) as conn:
+            conn.execute(text("UPDATE sessions SET title = :title WHERE id = :id"),
+                         {"title": title.strip()[:120], "id": session_id})
         return self.session(session_id)
 
     def delete(self, session_id: str) -> None:
         """Delete a session and its turns; SessionError when it does not exist."""
         self.session(session_id)
-        with self._lock:
-            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        with write(self._engine) as conn:
+            conn.execute(text("DELETE FROM turns WHERE session_id = :id"), {"id": session_id})
+            conn.execute(text("DELETE FROM sessions WHERE id = :id"), {"id": session_id})
 
     # ----- turns -------------------------------------------------------------------
 
     def turns(self, session_id: str) -> list[Turn]:
         """Every turn of a session, oldest first."""
-        rows = self._query("SELECT * FROM turns WHERE session_id = ? ORDER BY id", (validate_session_id(session_id),))
+        rows = self._query("SELECT * FROM turns WHERE session_id = :id ORDER BY id", {"id": validate_session_id(session_id)})
         return [_turn(row) for row in rows]
 
     def all_turns(self) -> list[tuple[str, Turn]]:
@@ -188,32 +192,30 @@ class HistoryManager:
     def add_turn(self, session_id: str, turn: Turn) -> Turn:
         """Append a complete turn atomically; creates the session and its title if needed."""
         validate_session_id(session_id)
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.execute(
-                    "INSERT OR IGNORE INTO sessions(id, title, created_at, updated_at) VALUES (?, '', ?, ?)",
-                    (session_id, turn.created_at, turn.created_at),
-                )
-                cursor = self._conn.execute(
-                    "INSERT INTO turns(session_id, question, standalone_question, answer, mode, model, "
-                    "sources, timings, usage, error, filters, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        session_id, turn.question, turn.standalone_question, turn.answer, turn.mode, turn.model,
-                        json.dumps([s.to_dict() for s in turn.sources], ensure_ascii=False),
-                        json.dumps(turn.timings), json.dumps(turn.usage), turn.error,
-                        json.dumps(turn.filters, ensure_ascii=False), turn.created_at,
-                    ),
-                )
-                self._conn.execute(
-                    "UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
-                    (turn.created_at, auto_title(turn.question), session_id),
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-        turn.id = cursor.lastrowid
+        with write(self._engine) as conn:
+            conn.execute(
+                text("INSERT INTO sessions(id, title, created_at, updated_at) VALUES (:id, '', :t, :t) "
+                     "ON CONFLICT(id) DO NOTHING"),
+                {"id": session_id, "t": turn.created_at},
+            )
+            result = conn.execute(
+                text("INSERT INTO turns(session_id, question, standalone_question, answer, mode, model, sources, "
+                     "timings, usage, error, filters, created_at) VALUES (:session, :question, :standalone, "
+                     ":answer, :mode, :model, :sources, :timings, :usage, :error, :filters, :created)"),
+                {
+                    "session": session_id, "question": turn.question, "standalone": turn.standalone_question,
+                    "answer": turn.answer, "mode": turn.mode, "model": turn.model,
+                    "sources": json.dumps([s.to_dict() for s in turn.sources], ensure_ascii=False),
+                    "timings": json.dumps(turn.timings), "usage": json.dumps(turn.usage), "error": turn.error,
+                    "filters": json.dumps(turn.filters, ensure_ascii=False), "created": turn.created_at,
+                },
+            )
+            conn.execute(
+                text("UPDATE sessions SET updated_at = :t, title = CASE WHEN title = '' THEN :title ELSE title END "
+                     "WHERE id = :id"),
+                {"t": turn.created_at, "title": auto_title(turn.question), "id": session_id},
+            )
+        turn.id = result.lastrowid
         return turn
 
     def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int) -> list[tuple[str, str]]:
@@ -233,39 +235,51 @@ class HistoryManager:
     # ----- export ------------------------------------------------------------------
 
     def export_json(self, session_id: str) -> str:
-        """The whole session with sources as JSON."""
+        """The whole session with sources as JSON (every string plain data, as stored)."""
         info = self.session(session_id)
         payload = {**asdict(info), "turns": [turn.to_dict() for turn in self.turns(session_id)]}
         return json.dumps(payload, ensure_ascii=False, indent=2)
 
     def export_markdown(self, session_id: str) -> str:
-        """The whole session with sources as Markdown."""
+        """The whole session with sources as Markdown that is safe to open anywhere.
+
+        All data (title, questions, answers, quotes, titles, file names) is escaped as in
+        the app: no viewer can load an image, follow a link or run HTML from it.
+        """
         info = self.session(session_id)
-        lines = [f"# {info.title or info.id}", "", f"Session `{info.id}`, {len(self.turns(session_id))} turns.", ""]
-        for number, turn in enumerate(self.turns(session_id), start=1):
-            when = datetime.fromtimestamp(turn.created_at).strftime("%Y-%m-%d %H:%M")
-            lines += [f"## {number}. {turn.question}", ""]
-            if turn.standalone_question and turn.standalone_question != turn.question:
-                lines += [f"*Searched as:* {turn.standalone_question}", ""]
-            lines += [turn.answer, "", f"*{turn.mode} answer{f' by {turn.model}' if turn.model else ''}, {when}*", ""]
-            for source in turn.sources:
-                tag = "" if source.cited else " (also retrieved)"
-                quote = " ".join(source.quote.split())
-                lines.append(f"- [{source.n}] {source.title} ({source.filename}, p. {source.page}){tag}: “{quote[:300]}”")
-            lines.append("")
+        turns = self.turns(session_id)
+        lines = [f"# {escape_line(info.title or info.id)}", "", f"Session {escape_line(info.id)}, {len(turns)} turns.", ""]
+        for number, turn in enumerate(turns, start=1):
+            lines += _turn_markdown(number, turn)
         return "\n".join(lines)
 
     def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._conn.close()
+        """Release the database connections."""
+        self._engine.dispose()
 
 
-def _info(row: sqlite3.Row) -> SessionInfo:
+def _turn_markdown(number: int, turn: Turn) -> list[str]:
+    """One turn of a Markdown export, every piece of data escaped."""
+    when = datetime.fromtimestamp(turn.created_at).strftime("%Y-%m-%d %H:%M")
+    by = f" by {escape_line(turn.model)}" if turn.model else ""
+    lines = [f"## {number}. {escape_line(turn.question)}", ""]
+    if turn.standalone_question and turn.standalone_question != turn.question:
+        lines += [f"*Searched as:* {escape_line(turn.standalone_question)}", ""]
+    lines += [safe_answer_markdown(turn.answer), "", f"*{escape_line(turn.mode)} answer{by}, {escape_line(when)}*", ""]
+    for source in turn.sources:
+        tag = "" if source.cited else " (also retrieved)"
+        quote = " ".join(source.quote.split())[:300]
+        lines.append(f"- \\[{source.n}\\] {escape_line(source.title)} ({escape_line(source.filename)}, "
+                     f"p. {source.page}){tag}: “{escape_line(quote)}”")
+    lines.append("")
+    return lines
+
+
+def _info(row) -> SessionInfo:
     return SessionInfo(row["id"], row["title"], row["turns"], row["created_at"], row["updated_at"])
 
 
-def _turn(row: sqlite3.Row) -> Turn:
+def _turn(row) -> Turn:
     return Turn(
         question=row["question"],
         standalone_question=row["standalone_question"],

@@ -2,7 +2,12 @@
 
 Each loader returns a :class:`LoadedDocument`: the pages of plain text (one for formats
 without pages) plus title, type, size, page count and a content hash. Anything that
-cannot be read raises :class:`LoaderError` with a message meant for the user.
+cannot be read raises :class:`LoaderError` with a message meant for the user: it names the
+file, says what is wrong and what to do about it.
+
+Hostile files are refused in bounded memory and time: sizes are checked before reading,
+ZIP (DOCX) archives by their declared sizes before anything is unpacked, PDFs by the bytes
+their streams inflate to, and every text path is linear in the size of its input.
 """
 
 from __future__ import annotations
@@ -11,13 +16,19 @@ import csv
 import hashlib
 import io
 import logging
+import os
 import re
+import shutil
+import stat
+import unicodedata
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import charset_normalizer
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # broken files are reported by us, once
+logger = logging.getLogger(__name__)
 
 SUPPORTED_TYPES = {
     ".pdf": "pdf",
@@ -30,6 +41,26 @@ SUPPORTED_TYPES = {
     ".htm": "html",
     ".csv": "csv",
 }
+
+MB = 1024 * 1024
+DEFAULT_MAX_UNPACKED_BYTES = 100 * MB
+"""Unpacked-size limit when the caller passes none (the default of RAGKIT_MAX_UNPACKED_MB)."""
+
+MAX_ZIP_RATIO = 100
+"""Largest believable compression ratio of one large DOCX part (Word's XML packs 3-30x)."""
+_RATIO_CHECK_FROM = MB  # smaller parts cannot do harm whatever their ratio
+MAX_ZIP_ENTRIES = 10_000
+"""Most parts a DOCX may have (each costs memory as soon as the zip directory is read)."""
+
+BINARY_SHARE = 0.10
+"""Share of unprintable characters above which decoded "text" is taken for binary data."""
+_SAMPLE_WINDOWS, _SAMPLE_WINDOW = 16, 4096
+_TEXT_CONTROLS = frozenset("\t\n\r\f")
+_UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cs", "Co", "Cn"})  # controls, surrogates, private, unassigned
+
+_ZIP_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word 97-2003 .doc, and encrypted Office files
+_GB_ENCODINGS = {"gb18030", "gbk", "gb2312", "hz"}
 
 
 class LoaderError(ValueError):
@@ -70,30 +101,49 @@ def detect_type(filename: str) -> str:
     if suffix not in SUPPORTED_TYPES:
         supported = ", ".join(sorted(SUPPORTED_TYPES))
         shown = suffix or "(no extension)"
-        raise LoaderError(f"{filename}: unsupported file type {shown}; supported: {supported}")
+        raise LoaderError(
+            f"{filename}: unsupported file type {shown}; supported: {supported}. "
+            "Convert it to one of these (e.g. save as PDF) and add it again"
+        )
     return SUPPORTED_TYPES[suffix]
 
 
+def _megabytes(size: int) -> str:
+    return f"{round(size / MB, 1):g} MB"
+
+
+def _check_size(size: int, filename: str, max_bytes: int | None) -> None:
+    if max_bytes is not None and size > max_bytes:
+        raise LoaderError(
+            f"{filename}: the file is {size / MB:.1f} MB, over the {_megabytes(max_bytes)} limit "
+            "(RAGKIT_MAX_UPLOAD_MB): split it into smaller files or raise RAGKIT_MAX_UPLOAD_MB"
+        )
+
+
+# --- text ------------------------------------------------------------------------------
+
+
 def decode_text(data: bytes) -> str:
-    """Decode text bytes: BOMs first, then UTF-8, then detection (GBK/GB18030, UTF-16...)."""
+    """Decode text bytes: BOMs first, then UTF-16 without BOM (NUL bytes), UTF-8, then
+    detection (GB18030/GBK preferred among equally good guesses, then the others)."""
     for bom, encoding in (
+        (b"\xff\xfe\x00\x00", "utf-32"),
+        (b"\x00\x00\xfe\xff", "utf-32"),
         (b"\xef\xbb\xbf", "utf-8-sig"),
         (b"\xff\xfe", "utf-16"),
         (b"\xfe\xff", "utf-16"),
     ):
         if data.startswith(bom):
             return data.decode(encoding, errors="replace")
+    # UTF-8 text never holds NUL bytes, but ASCII in UTF-16 is half NULs and valid UTF-8.
+    if _looks_utf16_without_bom(data):
+        return data.decode(_utf16_byte_order(data), errors="replace")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    if _looks_utf16_without_bom(data):
-        sample = data[:2000]
-        little_endian = sample[1::2].count(0) >= sample[0::2].count(0)
-        return data.decode("utf-16-le" if little_endian else "utf-16-be", errors="replace")
-    best = charset_normalizer.from_bytes(data).best()
-    if best is not None and best.encoding:
-        encoding = "gb18030" if best.encoding.lower() in {"gbk", "gb2312", "hz"} else best.encoding
+    encoding = _detect_encoding(data)
+    if encoding:
         return data.decode(encoding, errors="replace")
     try:
         return data.decode("gb18030")
@@ -111,9 +161,63 @@ def _looks_utf16_without_bom(data: bytes) -> bool:
     return max(zeros_even, zeros_odd) > 0.3 * half
 
 
+def _utf16_byte_order(data: bytes) -> str:
+    sample = data[:2000]
+    return "utf-16-le" if sample[1::2].count(0) >= sample[0::2].count(0) else "utf-16-be"
+
+
+def _detect_encoding(data: bytes) -> str | None:
+    matches = charset_normalizer.from_bytes(data)
+    best = matches.best()
+    if best is None or not best.encoding:
+        return None
+    # Short CJK byte runs are valid in GBK, Big5, EUC-KR... alike; ties go to GB18030.
+    for match in matches:
+        tie = match.chaos == best.chaos and match.coherence == best.coherence
+        if tie and match.encoding.lower() in _GB_ENCODINGS:
+            return "gb18030"
+    return "gb18030" if best.encoding.lower() in _GB_ENCODINGS else best.encoding
+
+
+def _unprintable_share(text: str) -> float:
+    """Share of characters no text file holds: controls other than tab/newline/CR/form
+    feed, U+FFFD (bytes the decoder could not map), private-use, unassigned, surrogates.
+
+    Judged on 16 windows spread over the text, so the cost is bounded on any input."""
+    if len(text) <= _SAMPLE_WINDOWS * _SAMPLE_WINDOW:
+        sample = text
+    else:
+        step = (len(text) - _SAMPLE_WINDOW) // (_SAMPLE_WINDOWS - 1)
+        sample = "".join(text[i * step : i * step + _SAMPLE_WINDOW] for i in range(_SAMPLE_WINDOWS))
+    if not sample:
+        return 0.0
+    category = unicodedata.category
+    bad = sum(
+        1
+        for char in sample
+        if char == "\ufffd" or (category(char) in _UNPRINTABLE_CATEGORIES and char not in _TEXT_CONTROLS)
+    )
+    return bad / len(sample)
+
+
+def decode_text_file(data: bytes, filename: str) -> str:
+    """Decode a text-type file, refusing binary data (an image renamed .txt, random bytes)."""
+    text = decode_text(data)
+    if _unprintable_share(text) > BINARY_SHARE:
+        raise LoaderError(
+            f"{filename}: looks like a binary file, not text (too many unprintable characters): "
+            "add the original document instead, or save it as UTF-8 text"
+        )
+    return text
+
+
 def _normalize(text: str) -> str:
+    """Unix newlines, no NULs, no trailing blanks on lines, at most one empty line in a row.
+
+    Line-wise rstrip, not a regex: ``[ \\t\\f\\v]+\\n`` rescans a long run of blanks from every
+    start position when no newline follows (quadratic)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    text = re.sub(r"[ \t\f\v]+\n", "\n", text)
+    text = "\n".join(line.rstrip(" \t\f\v") for line in text.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
@@ -132,6 +236,11 @@ def unwrap_soft_breaks(text: str) -> str:
     return _SOFT_BREAK.sub(join, text)
 
 
+def _clean_title(title: str | None) -> str | None:
+    title = " ".join((title or "").split())
+    return title[:120] or None
+
+
 def _first_line_title(text: str, fallback: str) -> str:
     for line in text.splitlines():
         line = line.strip().lstrip("#").strip()
@@ -140,55 +249,278 @@ def _first_line_title(text: str, fallback: str) -> str:
     return fallback
 
 
-def load_pdf(data: bytes, filename: str) -> tuple[list[str], str | None]:
-    """Text of each PDF page and the document's own title, if any."""
+# --- PDF -------------------------------------------------------------------------------
+
+
+def load_pdf(
+    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+) -> tuple[list[str], str | None]:
+    """Text of each PDF page and the document's own title, if any.
+
+    pypdf caps each stream at 75 MB but not a document: a 600 KB file can hold ten pages
+    that each inflate to 60 MB, all kept decoded. So the bytes inflated are counted over
+    the document and the file is refused past ``max_unpacked_bytes``."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                if not reader.decrypt(""):
-                    raise LoaderError(f"{filename}: the PDF is password-protected")
-            except LoaderError:
-                raise
-            except Exception:
-                raise LoaderError(f"{filename}: the PDF is encrypted and cannot be opened") from None
-        pages = [unwrap_soft_breaks(_normalize(page.extract_text() or "")) for page in reader.pages]
-        title = None
-        try:
-            title = (reader.metadata.title or "").strip() if reader.metadata else None
-        except Exception:
-            title = None
+        with _pypdf_limits(max_unpacked_bytes):
+            reader = PdfReader(io.BytesIO(data))
+            _unlock_pdf(reader, filename)
+            budget = _PdfInflateBudget(max_unpacked_bytes, filename)
+            pages = []
+            for page in reader.pages:
+                budget.charge_page(page)
+                pages.append(unwrap_soft_breaks(_normalize(page.extract_text() or "")))
+            title = _pdf_title(reader)
     except LoaderError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise LoaderError(f"{filename}: not a readable PDF (corrupt or truncated: {exc})") from None
-    except Exception as exc:  # pypdf raises many internal errors on broken files
-        raise LoaderError(f"{filename}: not a readable PDF ({type(exc).__name__})") from None
+    except Exception as exc:  # pypdf raises many kinds of errors on broken files
+        raise _pdf_error(exc, filename) from None
     if not pages:
-        raise LoaderError(f"{filename}: the PDF has no pages")
-    return pages, title or None
+        raise LoaderError(f"{filename}: the PDF has no pages: re-export it from the source application")
+    return pages, title
 
 
-def load_docx(data: bytes, filename: str) -> tuple[list[str], str | None]:
-    """Paragraphs (headings as Markdown headings) and tables of a DOCX, in body order."""
+def _unlock_pdf(reader, filename: str) -> None:
+    """Open a PDF encrypted with an empty user password (owner-password-only protection)."""
+    from pypdf.errors import DependencyError
+
+    if not reader.is_encrypted:
+        return
+    try:
+        opened = reader.decrypt("")
+    except DependencyError:
+        raise
+    except Exception:
+        raise LoaderError(
+            f"{filename}: the PDF is encrypted with a method that cannot be opened: "
+            "save an unencrypted copy and add that instead"
+        ) from None
+    if not opened:
+        raise _password_protected(filename)
+
+
+def _password_protected(filename: str) -> LoaderError:
+    return LoaderError(
+        f"{filename}: the PDF is password-protected: remove the password "
+        "(e.g. print it to a new PDF) and add it again"
+    )
+
+
+def _pdf_title(reader) -> str | None:
+    try:
+        return _clean_title(reader.metadata.title) if reader.metadata else None
+    except Exception:  # a damaged /Info dictionary should not cost the text
+        return None
+
+
+def _pdf_error(exc: Exception, filename: str) -> LoaderError:
+    """The user-facing message for an exception pypdf raised."""
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
+
+    logger.info("%s: pypdf failed: %r", filename, exc)
+    if isinstance(exc, DependencyError):
+        return LoaderError(
+            f"{filename}: the PDF is AES-encrypted and the 'cryptography' package is missing: "
+            "install it (pip install -r requirements.txt) and add the file again"
+        )
+    if isinstance(exc, FileNotDecryptedError):
+        return _password_protected(filename)
+    if isinstance(exc, LimitReachedError):
+        return LoaderError(
+            f"{filename}: the PDF exceeds a safety limit while being unpacked (a stream inflates too far "
+            "or a structure is too large); it may be a decompression bomb: re-export it from the "
+            "source application if it is genuine"
+        )
+    return LoaderError(
+        f"{filename}: not a readable PDF (corrupt or truncated): re-export it from the source application"
+    )
+
+
+def _pypdf_limits(max_unpacked_bytes: int):
+    """A context lowering pypdf's per-stream output limits to ``max_unpacked_bytes``."""
+    from pypdf import apply_configuration, get_configuration
+
+    current = get_configuration()
+    names = (
+        "zlib_maximum_output_length",
+        "lzw_maximum_output_length",
+        "run_length_maximum_output_length",
+        "brotli_maximum_output_length",
+        "array_based_stream_maximum_output_length",
+    )
+    # 0 means "no limit" to pypdf
+    lowered = {name: min(getattr(current, name) or max_unpacked_bytes, max_unpacked_bytes) for name in names}
+    return apply_configuration(**lowered)
+
+
+def _resolve(obj):
+    return obj.get_object() if obj is not None else None
+
+
+class _PdfInflateBudget:
+    """Counts the bytes pypdf inflates to extract text and refuses a PDF past a limit.
+
+    A page's content streams count on every page that uses them (each use is parsed
+    again); fonts, forms and maps reachable from its resources count once per document,
+    as pypdf keeps them decoded. Images are skipped: text extraction never decodes them.
+    The first charge of a stream decodes it, one stream at a time, within pypdf's
+    per-stream limit, and pypdf keeps that result for the extraction."""
+
+    def __init__(self, limit: int, filename: str):
+        self.limit, self.filename, self.spent = limit, filename, 0
+        self._visited: set[int] = set()
+
+    def charge_page(self, page) -> None:
+        """Charge what extracting ``page`` inflates; raise LoaderError past the limit."""
+        from pypdf.generic import ArrayObject
+
+        contents = _resolve(page.get("/Contents"))
+        for stream in contents if isinstance(contents, ArrayObject) else [contents]:
+            self._charge(_resolve(stream))
+        self._charge_resources(page.get("/Resources"))
+
+    def _charge_resources(self, root) -> None:
+        from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
+
+        pending = [root]
+        while pending:
+            obj = _resolve(pending.pop())
+            if not isinstance(obj, (DictionaryObject, ArrayObject)) or id(obj) in self._visited:
+                continue
+            self._visited.add(id(obj))
+            if isinstance(obj, StreamObject):
+                if _resolve(obj.get("/Subtype")) == "/Image":
+                    continue
+                self._charge(obj)
+            pending.extend(obj.values() if isinstance(obj, DictionaryObject) else obj)
+
+    def _charge(self, stream) -> None:
+        from pypdf.errors import LimitReachedError
+        from pypdf.generic import StreamObject
+
+        if not isinstance(stream, StreamObject):
+            return
+        try:
+            self.spent += len(stream.get_data())
+        except LimitReachedError:
+            raise
+        except Exception:  # undecodable: extract_text reports or skips it
+            return
+        if self.spent > self.limit:
+            raise LoaderError(
+                f"{self.filename}: the PDF's pages inflate to more than {_megabytes(self.limit)} "
+                "(RAGKIT_MAX_UNPACKED_MB); it may be a decompression bomb: if it is genuine, "
+                "raise RAGKIT_MAX_UNPACKED_MB or split the PDF"
+            )
+
+
+# --- DOCX ------------------------------------------------------------------------------
+
+
+def check_zip_limits(data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> None:
+    """Refuse a ZIP-based file (DOCX) that would unpack too far, from its directory alone.
+
+    Nothing is decompressed here; the declared sizes are checked, and :func:`_bounded_copy`
+    then makes sure no part unpacks beyond its declared size. bzip2 and lzma parts are
+    refused: zipfile inflates a whole compressed chunk of them at once (Word never writes
+    them)."""
+    if data.count(b"PK\x01\x02") > MAX_ZIP_ENTRIES:  # directory records, before parsing them
+        raise LoaderError(
+            f"{filename}: the DOCX has more than {MAX_ZIP_ENTRIES} parts, which no Word document "
+            "needs: re-save it in Word"
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
+        raise _docx_unreadable(filename, data) from None
+    for entry in entries:
+        if entry.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            method = _ZIP_METHOD_NAMES.get(entry.compress_type, f"method {entry.compress_type}")
+            raise LoaderError(
+                f"{filename}: part {entry.filename} is packed with {method}, which Word never "
+                "uses: re-save the document in Word"
+            )
+    total = sum(entry.file_size for entry in entries)
+    if total > max_unpacked_bytes:
+        raise LoaderError(
+            f"{filename}: the DOCX would unpack to {total / MB:.1f} MB, over the "
+            f"{_megabytes(max_unpacked_bytes)} limit (RAGKIT_MAX_UNPACKED_MB); it may be a "
+            "decompression bomb: if it is genuine, raise RAGKIT_MAX_UNPACKED_MB or split the document"
+        )
+    for entry in entries:
+        if entry.file_size >= _RATIO_CHECK_FROM and entry.file_size > MAX_ZIP_RATIO * max(entry.compress_size, 1):
+            ratio = entry.file_size / max(entry.compress_size, 1)
+            raise LoaderError(
+                f"{filename}: part {entry.filename} would unpack {ratio:.0f} times larger than it is "
+                f"stored (Word documents stay under {MAX_ZIP_RATIO}); it looks like a decompression "
+                "bomb: re-save the document in Word if it is genuine"
+            )
+
+
+def _docx_unreadable(filename: str, data: bytes) -> LoaderError:
+    if data.startswith(_OLE_MAGIC):
+        return LoaderError(
+            f"{filename}: this is an old Word 97-2003 document or a password-protected one: "
+            "open it in Word and save it as .docx (Word 2007+) without a password"
+        )
+    return LoaderError(
+        f"{filename}: not a readable DOCX file (corrupt, or not Word 2007+): "
+        "open it in Word and save it again as .docx"
+    )
+
+
+def load_docx(
+    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+) -> tuple[list[str], str | None]:
+    """Paragraphs (headings as Markdown headings) and tables of a DOCX, in body order, and
+    its title: core properties, else the first "Title" paragraph, else the first Heading 1."""
     import docx
+
+    check_zip_limits(data, filename, max_unpacked_bytes)
+    try:
+        document = docx.Document(_bounded_copy(data))
+        blocks, headings = _docx_blocks(document)
+        title = _docx_core_title(document) or headings.get("Title") or headings.get("Heading 1")
+    except Exception:
+        raise _docx_unreadable(filename, data) from None
+    return ["\n\n".join(block for block in blocks if block)], _clean_title(title)
+
+
+def _bounded_copy(data: bytes) -> io.BytesIO:
+    """The zip's parts copied, uncompressed, into a new zip, each read in 64 KB chunks.
+
+    ZipFile.read(), which python-docx uses, inflates a deflated part whole and only then
+    cuts it to its declared size: a part declaring 4 KB may inflate to gigabytes first.
+    A chunked read stops at the declared size (and the CRC check then fails), so the
+    copy, and what python-docx parses, holds no more than the declared sizes."""
+    packed = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(packed, "w", zipfile.ZIP_STORED) as target:
+        latest = {entry.filename: entry for entry in source.infolist()}  # as zipfile resolves duplicates
+        for entry in latest.values():
+            if entry.is_dir():
+                continue
+            with source.open(entry) as part, target.open(entry.filename, "w", force_zip64=True) as copy:
+                shutil.copyfileobj(part, copy, 64 * 1024)
+    packed.seek(0)
+    return packed
+
+
+def _docx_blocks(document) -> tuple[list[str], dict[str, str]]:
+    """Body blocks as text, and the first paragraph of each title/heading style."""
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    try:
-        document = docx.Document(io.BytesIO(data))
-    except Exception:
-        raise LoaderError(f"{filename}: not a readable DOCX file (corrupt or not Word 2007+)") from None
     blocks: list[str] = []
+    first_by_style: dict[str, str] = {}
     for item in document.iter_inner_content():
         if isinstance(item, Paragraph):
             text = item.text.strip()
             if not text:
                 continue
             style = (item.style.name if item.style is not None else "") or ""
+            first_by_style.setdefault(style, text)
             level = re.match(r"Heading (\d)", style)
             if level:
                 text = "#" * int(level.group(1)) + " " + text
@@ -197,8 +529,19 @@ def load_docx(data: bytes, filename: str) -> tuple[list[str], str | None]:
             blocks.append(text)
         elif isinstance(item, Table):
             blocks.append(_docx_table_text(item))
-    title = (document.core_properties.title or "").strip() or None
-    return ["\n\n".join(block for block in blocks if block)], title
+    return blocks, first_by_style
+
+
+def _docx_core_title(document) -> str | None:
+    """The core-properties title, if the file has core properties (python-docx invents
+    "Word Document" for a file without them)."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+
+    try:
+        part = document.part.package.part_related_by(RELATIONSHIP_TYPE.CORE_PROPERTIES)
+    except KeyError:
+        return None
+    return _clean_title(part.core_properties.title)
 
 
 def _docx_table_text(table) -> str:
@@ -209,21 +552,33 @@ def _docx_table_text(table) -> str:
     return "\n".join(rows)
 
 
-def load_html(data: bytes) -> tuple[list[str], str | None]:
-    """Visible text of an HTML page and its <title>."""
+# --- HTML and CSV ----------------------------------------------------------------------
+
+
+def load_html(data: bytes, filename: str = "document.html") -> tuple[list[str], str | None]:
+    """Visible text of an HTML page and its <title>.
+
+    Parsed with lxml: the standard library's html.parser is quadratic on runs of
+    unclosed tags such as ``<a <a <a``."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(decode_text(data), "html.parser")
+    soup = BeautifulSoup(decode_text_file(data, filename), "lxml")
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else None
+    title = _clean_title(soup.title.get_text(strip=True)) if soup.title else None
     return [soup.get_text("\n")], title
 
 
-def load_csv(data: bytes) -> list[str]:
+def load_csv(data: bytes, filename: str = "table.csv") -> list[str]:
     """CSV rows as 'header: value' lines, one row per paragraph."""
-    text = decode_text(data)
-    rows = list(csv.reader(io.StringIO(text)))
+    reader = csv.reader(io.StringIO(decode_text_file(data, filename)))
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise LoaderError(
+            f"{filename}: not a readable CSV (line {reader.line_num}: {exc}): check for an unclosed "
+            "quote, or save the file as .txt to index it as plain text"
+        ) from None
     if not rows:
         return [""]
     header, body = rows[0], rows[1:]
@@ -236,32 +591,42 @@ def load_csv(data: bytes) -> list[str]:
     return ["\n\n".join(lines)]
 
 
-def load_bytes(data: bytes, filename: str, max_bytes: int | None = None) -> LoadedDocument:
-    """Turn one uploaded file into a LoadedDocument, or raise LoaderError saying why not."""
+# --- entry points ----------------------------------------------------------------------
+
+
+def load_bytes(
+    data: bytes,
+    filename: str,
+    max_bytes: int | None = None,
+    max_unpacked_bytes: int | None = None,
+) -> LoadedDocument:
+    """Turn one uploaded file into a LoadedDocument, or raise LoaderError saying why not.
+
+    ``max_bytes`` limits the file (RAGKIT_MAX_UPLOAD_MB), ``max_unpacked_bytes`` what a
+    DOCX or PDF may inflate to (RAGKIT_MAX_UNPACKED_MB, 100 MB when not given)."""
     doc_type = detect_type(filename)
     if not data:
-        raise LoaderError(f"{filename}: the file is empty")
-    if max_bytes is not None and len(data) > max_bytes:
-        raise LoaderError(
-            f"{filename}: the file is {len(data) / 1048576:.1f} MB, over the "
-            f"{max_bytes / 1048576:.0f} MB limit (RAGKIT_MAX_UPLOAD_MB)"
-        )
+        raise LoaderError(f"{filename}: the file is empty (0 bytes): check that it was saved completely")
+    _check_size(len(data), filename, max_bytes)
+    unpacked_limit = DEFAULT_MAX_UNPACKED_BYTES if max_unpacked_bytes is None else max_unpacked_bytes
     own_title = None
     if doc_type == "pdf":
-        pages, own_title = load_pdf(data, filename)
+        pages, own_title = load_pdf(data, filename, unpacked_limit)
     elif doc_type == "docx":
-        pages, own_title = load_docx(data, filename)
+        pages, own_title = load_docx(data, filename, unpacked_limit)
     elif doc_type == "html":
-        pages, own_title = load_html(data)
+        pages, own_title = load_html(data, filename)
     elif doc_type == "csv":
-        pages = load_csv(data)
+        pages = load_csv(data, filename)
     else:
-        if b"\x00" in data[:4096] and not _looks_utf16_without_bom(data) and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            raise LoaderError(f"{filename}: looks like a binary file, not text")
-        pages = [decode_text(data)]
+        pages = [decode_text_file(data, filename)]
     pages = [_normalize(page) for page in pages]
     if not any(page.strip() for page in pages):
-        hint = " (a scanned PDF needs OCR first)" if doc_type == "pdf" else ""
+        hint = (
+            " (a scanned PDF needs OCR first: run it through OCR and add the result)"
+            if doc_type == "pdf"
+            else ": the file holds no visible text"
+        )
         raise LoaderError(f"{filename}: no text could be extracted{hint}")
     stem = Path(filename).stem
     title = own_title or (_first_line_title(pages[0], stem) if doc_type == "markdown" else stem)
@@ -275,11 +640,49 @@ def load_bytes(data: bytes, filename: str, max_bytes: int | None = None) -> Load
     )
 
 
-def load_path(path: str | Path, max_bytes: int | None = None) -> LoadedDocument:
-    """Read a file from disk and load it."""
+def load_path(
+    path: str | Path,
+    max_bytes: int | None = None,
+    max_unpacked_bytes: int | None = None,
+) -> LoadedDocument:
+    """Read a file from disk and load it. Directories, FIFOs and devices are refused, and
+    the type and size are checked before a byte is read."""
     path = Path(path)
+    with _open_regular_file(path) as handle:
+        detect_type(path.name)
+        _check_size(os.fstat(handle.fileno()).st_size, path.name, max_bytes)
+        try:
+            # one byte over the limit is enough to refuse a file that grew since fstat
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise LoaderError(f"{path}: cannot read the file ({exc.strerror}): check that it is readable") from None
+    return load_bytes(data, path.name, max_bytes=max_bytes, max_unpacked_bytes=max_unpacked_bytes)
+
+
+def _open_regular_file(path: Path) -> io.BufferedReader:
+    """Open ``path`` for reading if it is a regular file. The check is fstat on the opened
+    file, so the checked file is the one read; O_NONBLOCK keeps a FIFO from blocking open."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, flags)
     except OSError as exc:
-        raise LoaderError(f"{path}: cannot read the file ({exc.strerror})") from None
-    return load_bytes(data, path.name, max_bytes=max_bytes)
+        raise LoaderError(
+            f"{path}: cannot read the file ({exc.strerror}): check that it exists and is readable"
+        ) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise LoaderError(f"{path}: {_file_kind(mode)}, not a regular file: give the path of a document file")
+    return open(fd, "rb")
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "this is a directory"
+    if stat.S_ISFIFO(mode):
+        return "this is a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "this is a device"
+    if stat.S_ISSOCK(mode):
+        return "this is a socket"
+    return "this is a special file"

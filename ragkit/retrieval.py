@@ -11,9 +11,18 @@ confident lexical one (weighted RRF at 0.1 still fell to MRR@10 0.89).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from .text import is_cjk_text
+import numpy as np
+
+from .passages import Hit
+from .text import is_cjk_text, search_tokens
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -27,32 +36,6 @@ class SearchFilters:
     def is_empty(self) -> bool:
         """True when nothing is restricted."""
         return not (self.doc_ids or self.tags or self.doc_types)
-
-
-@dataclass
-class SearchHit:
-    """One retrieved chunk with where it came from and how each retriever scored it."""
-
-    chunk_id: str
-    doc_id: str
-    text: str
-    title: str
-    filename: str
-    doc_type: str
-    page: int
-    position: int
-    start: int
-    end: int
-    score: float
-    dense_score: float | None = None
-    lexical_score: float | None = None
-    dense_rank: int | None = None
-    lexical_rank: int | None = None
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """Plain dict for JSON output."""
-        return asdict(self)
 
 
 def dense_weight_for(query: str, latin_weight: float, cjk_weight: float) -> float:
@@ -91,9 +74,86 @@ def fuse_scores(
     return sorted(fused.items(), key=lambda pair: (-pair[1], order[pair[0]]))
 
 
-def relevant_hits(hits: list[SearchHit], min_relative_score: float) -> list[SearchHit]:
-    """Drop hits scoring below ``min_relative_score`` of the best one (answers ignore them)."""
-    if not hits:
-        return []
-    floor = hits[0].score * min_relative_score
-    return [hit for hit in hits if hit.score >= floor]
+class Retriever:
+    """Hybrid search over the catalog's passages: BM25 and the vector store, fused."""
+
+    def __init__(self, settings, catalog, store, lexical, embedder: Callable[[], object]):
+        self.settings = settings
+        self.catalog = catalog
+        self.store = store
+        self.lexical = lexical
+        self._embedder = embedder
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vectors_lock = threading.Lock()
+
+    def search(self, query: str, k: int, filters: SearchFilters | None = None,
+               documents: list | None = None) -> list[Hit]:
+        """The ``k`` best passages for ``query`` (empty for an unsearchable query or a
+        filter that admits no document)."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, not {k}")
+        if not query or not any(ch.isalnum() for ch in query):
+            return []
+        documents = documents if documents is not None else self.catalog.documents()
+        allowed = allowed_documents(filters, documents)
+        if allowed is not None and not allowed:
+            return []
+        depth = max(self.settings.candidate_k, k)
+        lexical = self.lexical.search(search_tokens(query), depth, allowed)
+        dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
+                 if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
+        weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
+        fused = fuse_scores(dense, lexical, weight)[:k]
+        passages = self.catalog.passages([pid for pid, _ in fused])
+        labels = {doc.id: doc for doc in documents}
+        dense_scores, lexical_scores = dict(dense), dict(lexical)
+        dense_rank = {pid: rank for rank, (pid, _) in enumerate(dense, start=1)}
+        lexical_rank = {pid: rank for rank, (pid, _) in enumerate(lexical, start=1)}
+        hits = []
+        for pid, score in fused:
+            passage = passages.get(pid)
+            document = labels.get(passage.doc_id) if passage else None
+            if passage is None or document is None:
+                continue
+            hits.append(Hit(passage, document.title, document.filename, document.doc_type, float(score),
+                            dense_scores.get(pid), lexical_scores.get(pid), dense_rank.get(pid), lexical_rank.get(pid)))
+        return hits
+
+    def _dense(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+        try:
+            return self.store.query(self.query_vector(query), depth, allowed)
+        except Exception as exc:  # a damaged vector index: keyword search still answers
+            log.warning("vector search failed, using keyword search only: %s", exc)
+            return []
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding (the last few are kept: an answer searches twice)."""
+        with self._vectors_lock:
+            if query in self._vectors:
+                self._vectors.move_to_end(query)
+                return self._vectors[query]
+        vector = self._embedder().embed_query(query)
+        with self._vectors_lock:
+            self._vectors[query] = vector
+            while len(self._vectors) > QUERY_VECTOR_CACHE:
+                self._vectors.popitem(last=False)
+        return vector
+
+
+QUERY_VECTOR_CACHE = 32
+
+
+def allowed_documents(filters: SearchFilters | None, documents: list) -> set[str] | None:
+    """Ids of the documents a filter admits (None: no restriction)."""
+    if filters is None or filters.is_empty():
+        return None
+    allowed = set()
+    for doc in documents:
+        if filters.doc_ids and doc.id not in filters.doc_ids:
+            continue
+        if filters.tags and not set(filters.tags) & set(doc.tags):
+            continue
+        if filters.doc_types and doc.doc_type not in filters.doc_types:
+            continue
+        allowed.add(doc.id)
+    return allowed

@@ -8,7 +8,7 @@ from .chat import ChatEngine
 from .config import Settings
 from .history import HistoryManager
 from .jobs import IngestQueue
-from .kb import IngestResult, KnowledgeBase, Progress
+from .kb import IngestItem, IngestResult, KnowledgeBase, Progress
 from .loaders import SUPPORTED_TYPES
 
 
@@ -34,14 +34,13 @@ class RagService:
     def load_samples(self, progress: Progress | None = None) -> list[IngestResult]:
         """Ingest the sample documents (tagged 'sample')."""
         files = self.sample_files()
-        results = []
-        with self.kb.batch():
-            for number, path in enumerate(files):
-                def report(stage: str, fraction: float, number=number, path=path) -> None:
-                    if progress:
-                        progress(f"{path.name}: {stage}", (number + fraction) / max(len(files), 1))
-                results.append(self.kb.ingest(path, tags=["sample"], progress=report))
-        return results
+        items = []
+        for number, path in enumerate(files):
+            def report(stage: str, fraction: float, number=number, path=path) -> None:
+                if progress:
+                    progress(f"{path.name}: {stage}", (number + fraction) / max(len(files), 1))
+            items.append(IngestItem.of(path, tags=["sample"], progress=report))
+        return self.kb.ingest_many(items)
 
     def ingest_upload(self, filename: str, data: bytes, tags: list[str] | None = None,
                       progress: Progress | None = None) -> IngestResult:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -79,9 +80,30 @@ def _jieba():
     return jieba
 
 
+JIEBA_BLOCK = 500  # longest block handed to jieba whole (its longest in cmrc2018_trial: 52)
+
+
 def chinese_words(text: str) -> list[str]:
-    """jieba's precise-mode segmentation of ``text`` (dictionary loaded once)."""
-    return _jieba().lcut(text)
+    """jieba's precise-mode segmentation of ``text`` (dictionary loaded once).
+
+    jieba segments each block (a run of Han characters, letters and digits) on its own,
+    and its HMM copies the path so far at every character of a block: time grows with the
+    square of the block. A block longer than JIEBA_BLOCK is therefore segmented in pieces
+    of that length; everything else is segmented exactly as by one call on the whole text.
+    """
+    jieba = _jieba()
+    if len(text) <= JIEBA_BLOCK:
+        return jieba.lcut(text)
+    words: list[str] = []
+    done = 0
+    for block in jieba.re_han_default.finditer(text):
+        if block.end() - block.start() > JIEBA_BLOCK:
+            words.extend(jieba.lcut(text[done : block.start()]))
+            for cut in range(block.start(), block.end(), JIEBA_BLOCK):
+                words.extend(jieba.lcut(text[cut : min(cut + JIEBA_BLOCK, block.end())]))
+            done = block.end()
+    words.extend(jieba.lcut(text[done:]))
+    return words
 
 
 def word_runs(text: str) -> list[str]:
@@ -134,33 +156,49 @@ class Span:
 _OPENING = "（(「『“《["
 _CLOSING = "）)」』”》]"
 BRACKET_REACH = 120  # a bracket left open longer than this is taken as a typo, not an aside
+_BRACKET_RE = re.compile(f"[{re.escape(_OPENING + _CLOSING)}]")
+_CLOSING_RE = re.compile(f"[{re.escape(_CLOSING)}]")
 
 
-def _inside_brackets(text: str, start: int, position: int) -> bool:
-    """True when ``position`` is inside a bracket opened since ``start`` that closes soon after,
-    as in "萱侬律(又名：「东芭乐园」；泰文：…)": the "；" there does not end a sentence."""
-    depth = 0
-    for ch in text[start:position]:
-        if ch in _OPENING:
+def _depth_after(text: str, depth: int, start: int, end: int) -> int:
+    """Bracket depth after reading ``text[start:end]`` from ``depth`` (a closing bracket
+    with none open is ignored). Only the bracket characters are visited."""
+    for bracket in _BRACKET_RE.finditer(text, start, end):
+        if bracket.group() in _OPENING:
             depth += 1
-        elif ch in _CLOSING and depth:
+        elif depth:
             depth -= 1
-    if not depth:
-        return False
-    return any(ch in _CLOSING for ch in text[position : position + BRACKET_REACH])
+    return depth
 
 
 def split_sentences(text: str) -> list[Span]:
-    """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets;
-    a mark inside brackets (an aside) does not end one."""
+    """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets.
+
+    A mark inside a bracket opened in the same sentence, with a closing bracket within
+    BRACKET_REACH characters (an aside, as in "萱侬律(又名：「东芭乐园」；泰文：…)"), does
+    not end one.
+    One pass: the bracket depth is carried from mark to mark and reset when a sentence
+    ends, and the next closing bracket is found by bisecting their positions, so the time
+    is linear in the text however the brackets nest.
+    """
     spans: list[Span] = []
-    start = 0
+    start = scanned = depth = 0
+    closings: list[int] | None = None  # positions of closing brackets, listed when first needed
     for match in _SENTENCE_END_RE.finditer(text):
-        if not match.group(0).startswith("\n") and _inside_brackets(text, start, match.start()):
-            continue
+        position = match.start()
+        if not match.group(0).startswith("\n"):
+            depth = _depth_after(text, depth, scanned, position)
+            scanned = position
+            if depth:
+                if closings is None:
+                    closings = [found.start() for found in _CLOSING_RE.finditer(text)]
+                following = bisect_left(closings, position)
+                if following < len(closings) and closings[following] < position + BRACKET_REACH:
+                    continue
         end = match.end()
         _append_stripped(spans, text, start, end)
-        start = end
+        start = scanned = end
+        depth = 0
     _append_stripped(spans, text, start, len(text))
     return spans
 

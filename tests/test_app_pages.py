@@ -1,10 +1,15 @@
-"""Page tests with Streamlit's AppTest: empty state, asking, sources, errors (no tracebacks)."""
+"""Page tests with Streamlit's AppTest: empty state, asking, sources, errors (no tracebacks),
+and untrusted names and questions shown as inert text."""
+
+import re
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import FIXTURES, REPO
+from inert_markdown import PLAIN_TAGS, assert_inert, parse, visible
+from ragkit.render import escape_line
 
 TIMEOUT = 120
 
@@ -13,6 +18,7 @@ TIMEOUT = 120
 def app(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path / "appdata"))
     monkeypatch.chdir(REPO)
+    monkeypatch.syspath_prepend(str(REPO))  # the pages import their helpers as pages._widgets
     st.cache_resource.clear()  # one service per data dir
     at = AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=TIMEOUT)
     at.run()
@@ -20,10 +26,15 @@ def app(tmp_path, monkeypatch):
     st.cache_resource.clear()
 
 
+def shown(markdown: str) -> str:
+    """What a reader sees of a Markdown value (escapes resolved, invisible joiners dropped)."""
+    return " ".join(visible(parse(markdown)[0]).split())
+
+
 def texts(at) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [h.value for h in at.subheader]
     parts += [e.value for kind in ("info", "success", "warning", "error") for e in getattr(at, kind)]
-    return "\n".join(str(p) for p in parts)
+    return "\n".join(shown(str(p)) for p in parts)
 
 
 def ask(at, question):
@@ -49,7 +60,7 @@ def test_samples_then_question_shows_answer_and_cited_sources(app):
     assert not app.exception
     page = texts(app)
     assert "PDF" in page and "DOCX" in page
-    assert "ragkit\\_user\\_guide\\.md" in page  # the source panel, escaped as literal text
+    assert "ragkit_user_guide.md · page" in page  # the source panel
     assert any("Sources" in e.label for e in app.expander)
 
 
@@ -57,15 +68,15 @@ def test_punctuation_question_gets_a_friendly_message(app):
     load_samples(app)
     ask(app, "？？？!!")
     assert not app.exception
-    assert any("only punctuation" in w.value for w in app.warning)
+    assert any("only punctuation" in shown(w.value) for w in app.warning)
 
 
 def test_file_dropped_into_chat_is_added_or_refused_with_reason(app):
     app.chat_input[0].upload("corrupt.pdf", (FIXTURES / "corrupt.pdf").read_bytes(), "application/pdf").run()
     assert not app.exception
-    assert any("not a readable PDF" in e.value for e in app.error)
+    assert any("not a readable PDF" in shown(e.value) for e in app.error)
     app.chat_input[0].upload("handbook.docx", (FIXTURES / "handbook.docx").read_bytes()).run()
-    assert any("handbook.docx: added" in s.value for s in app.success)
+    assert any("handbook.docx: added" in shown(s.value) for s in app.success)
 
 
 def test_unreachable_model_falls_back_with_a_clear_warning(tmp_path, monkeypatch):
@@ -74,6 +85,7 @@ def test_unreachable_model_falls_back_with_a_clear_warning(tmp_path, monkeypatch
     monkeypatch.setenv("RAGKIT_LLM_MAX_RETRIES", "0")
     monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path / "appdata"))
     monkeypatch.chdir(REPO)
+    monkeypatch.syspath_prepend(str(REPO))
     st.cache_resource.clear()
     at = AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=TIMEOUT).run()
     try:
@@ -81,7 +93,7 @@ def test_unreachable_model_falls_back_with_a_clear_warning(tmp_path, monkeypatch
         load_samples(at)
         ask(at, "Which file types does ragkit accept?")
         assert not at.exception
-        assert any("unreachable" in w.value for w in at.warning)
+        assert any("unreachable" in shown(w.value) for w in at.warning)
         assert "extractive answer" in texts(at)
     finally:
         st.cache_resource.clear()
@@ -97,3 +109,21 @@ def test_documents_and_stats_pages_render(app):
     assert not app.exception
     assert [m.label for m in app.metric][:2] == ["Documents", "Passages"]
     assert app.metric[0].value == "2"
+
+
+def test_hostile_file_name_and_question_are_shown_as_text(app):
+    name = "pelican_![n](x.png)<img src=y>.md"
+    app.chat_input[0].upload(name, b"# Vault\n\nThe vault keeper is Ana.\n", "text/markdown").run()
+    added = [s.value for s in app.success if "pelican" in s.value]
+    assert added and f"{name}: added" in shown(added[0])
+    assert_inert(added[0].split(" ", 1)[1], PLAIN_TAGS)  # after the status icon
+
+    question = "![q](http://127.0.0.1:9/q.png) vault keeper?"
+    ask(app, question)
+    assert not app.exception
+    title = next(b.label for b in app.sidebar.button if "vault keeper" in b.label)
+    assert title == escape_line(question), "a conversation title is a button label: Markdown, images included"
+    assert shown(title) == question
+    assert_inert(title, PLAIN_TAGS)
+    bubbles = [m.value for m in app.markdown if "vault keeper" in shown(m.value)]
+    assert bubbles and all(re.search(r"(?<!\\)!\[", value) is None for value in bubbles)

@@ -4,12 +4,15 @@ from ragkit.bench import run_bench, synthetic_document
 from ragkit.config import Settings
 
 
-def test_bench_reports_all_figures_on_a_small_workload(tmp_path):
-    figures = run_bench(Settings(data_dir=tmp_path), documents=4, queries=6)
-    assert figures["documents"] == 4 and figures["chunks"] >= 4
-    for key in ("startup_s", "ingest_docs_per_s", "ingest_chunks_per_s", "reopen_s", "search_p50_ms",
-                "search_p95_ms", "peak_rss_mb"):
+def test_quick_bench_reports_every_figure(tmp_path):
+    figures = run_bench(Settings(data_dir=tmp_path, _env_file=None), quick=True)
+    assert figures["workload"] == "quick"
+    for key in ("encode_chunks_per_s_large", "encode_chunks_per_s_small", "ingest_vs_encode_large", "ingest_vs_encode_small", "extractive_answer_ms",
+                "first_token_ms", "load_answer_p95_ms", "search_p95_ms_1k", "search_filtered_p95_ms_3k",
+                "add_one_doc_s_3k", "reopen_s_3k", "peak_rss_mb_3k"):
         assert figures[key] > 0, key
+    assert figures["load_answers"] == figures["load_sessions"] * 2 and figures["load_lost"] == 0
+    assert figures["add_one_doc_found_3k"] is True
 
 
 def test_synthetic_documents_are_bilingual_and_deterministic():

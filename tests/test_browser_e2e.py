@@ -11,44 +11,17 @@ except in CI (CI=true), where that is a failure.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, free_port, serve
+from browser_helpers import (  # noqa: F401 (fixtures)
+    ask, browser, go, page, require_chromium, select_first_row, shot, start_app, upload, wait_ingested,
+)
+from conftest import FIXTURES
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).parent / "screenshots"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
-HEADINGS = {"Chat": "Chat with your documents", "Documents": "Documents", "Stats": "Stats"}
 pytestmark = pytest.mark.browser
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        pytest.fail(f"CI needs Chromium for the browser tests, not found at {CHROMIUM}", pytrace=False)
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-
-
-def start_app(tmp_path_factory, **extra_env):
-    """Run the app on a loopback port with its own data dir; yields its URL."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env["RAGKIT_DATA_DIR"] = str(tmp_path_factory.mktemp("e2e-data"))
-    env.update(extra_env)
-    url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
-               "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
-    with open(tmp_path_factory.mktemp("e2e-log") / "streamlit.log", "w") as log:
-        with serve(command, url + "/_stcore/health", 90, "the app", cwd=REPO, env=env, stdout=log,
-                   stderr=subprocess.STDOUT):
-            yield url
+require_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -60,59 +33,12 @@ def app_url(tmp_path_factory):
 @pytest.fixture(scope="module")
 def llm_app_url(tmp_path_factory):
     """The app configured with a (local, real HTTP) OpenAI-compatible server that streams slowly."""
-    from openai_server import FakeOpenAIServer, Reply
+    from ragkit.devserver import ScriptedOpenAIServer, Reply
 
     answer = "Breakfast is served from 06:00 to 09:30 station time [1], in the Orbital Kitchen [1]."
-    with FakeOpenAIServer(lambda body: Reply(answer, chunk_chars=3, chunk_delay_s=0.08)) as server:
+    with ScriptedOpenAIServer(lambda body: Reply(answer, chunk_chars=3, chunk_delay_s=0.08)) as server:
         yield from start_app(tmp_path_factory, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url,
                              RAGKIT_CHAT_MODEL="test-model")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    yield tab
-    context.close()
-
-
-def shot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-def go(page, name: str) -> None:
-    page.get_by_test_id("stSidebarNavLink").filter(has_text=name).click()
-    page.wait_for_url(f"**/{'' if name == 'Chat' else name.lower()}*")
-    page.get_by_role("heading", name=HEADINGS[name], exact=True).wait_for()
-
-
-def upload(page, *paths) -> None:
-    """Drop files on the Documents page's uploader (not the chat box's hidden file input)."""
-    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files([str(p) for p in paths])
-
-
-def wait_ingested(page, filename: str) -> None:
-    """Wait for the file's final result (not its progress bar, which also starts with its name)."""
-    done = re.compile(rf"{re.escape(filename)}: (added|already in the knowledge base|replaced by version)")
-    page.get_by_text(done).first.wait_for()
-
-
-def ask(page, question: str) -> None:
-    box = page.get_by_placeholder("Ask a question about your documents")
-    box.fill(question)
-    box.press("Enter")
 
 
 def test_upload_ask_follow_up_and_reload(app_url, page):
@@ -126,8 +52,7 @@ def test_upload_ask_follow_up_and_reload(app_url, page):
     page.get_by_text("report_en.pdf: added").wait_for()
     page.get_by_text("handbook.docx: added").wait_for()
     page.get_by_text("2 documents").wait_for()
-    page.get_by_test_id("stDataFrame").wait_for()
-    time.sleep(1)  # the table is drawn on a canvas after the element appears
+    page.get_by_test_id("data-grid-canvas").wait_for()
     shot(page, "02-documents")
 
     go(page, "Chat")
@@ -183,10 +108,11 @@ def test_uploaded_markup_is_shown_as_text_never_run(app_url, page, tmp_path):
     page.get_by_text("hostile.md: added").wait_for()
     go(page, "Chat")
     ask(page, "What is the secret code word?")
-    page.get_by_text("pelican").first.wait_for()
-    time.sleep(1)
+    answer = page.get_by_test_id("stChatMessage").last
+    answer.get_by_text("extractive answer (offline)").wait_for()  # the whole answer is on the page
+    assert "pelican" in answer.inner_text()
     assert page.evaluate("window.__pwned") is None
-    assert page.locator("[data-testid=stChatMessage] script").count() == 0
+    assert page.locator("[data-testid=stChatMessage] :is(script, img, a[href^=javascript])").count() == 0
     shot(page, "05-hostile-document")
 
 
@@ -201,7 +127,7 @@ def test_indexing_goes_on_when_the_user_leaves_the_documents_page(app_url, page,
     upload(page, notes)
     page.get_by_text(re.compile(r"long_notes\.md \(1/1\): (?!done)")).wait_for()  # still indexing
     go(page, "Chat")
-    time.sleep(1)
+    page.get_by_placeholder("Ask a question about your documents").wait_for()
     go(page, "Documents")
     page.get_by_text("long_notes.md: added").wait_for()
     page.get_by_text(re.compile(r"Knowledge base · \d+ documents? · \d+ passages")).wait_for()
@@ -223,16 +149,6 @@ def test_stats_page_draws_charts(app_url, page):
     page.locator("[data-testid=stVegaLiteChart]").first.wait_for()
     assert page.locator("[data-testid=stVegaLiteChart]").count() >= 4
     shot(page, "06-stats")
-
-
-def select_first_row(page) -> None:
-    """Tick the first row's selection box: the table is a canvas grid, so this clicks by position."""
-    table = page.get_by_test_id("stDataFrame")
-    table.wait_for()
-    time.sleep(1)  # the grid is drawn on its canvas after the element appears
-    box = table.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
-    page.get_by_text("Preview passages").wait_for()
 
 
 def test_documents_table_edit_tags_and_delete_with_confirmation(app_url, page):

@@ -116,3 +116,9 @@ def test_history_for_prompts_is_trimmed_but_storage_is_whole(engine):
     tiny = engine.history.recent_exchanges("long", max_turns=6, max_tokens=5)
     assert len(tiny) == 1
     assert len(engine.history.turns("long")) == 6
+
+
+def test_a_question_with_undecodable_bytes_is_refused_in_words(engine):
+    with pytest.raises(QuestionError, match="not valid UTF-8"):
+        engine.ask("s4", "caf\udce9 opening hours?")
+    assert not engine.history.exists("s4")

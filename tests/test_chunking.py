@@ -1,7 +1,7 @@
 """Chunks are token-bounded, end on sentence boundaries, overlap, and index the page exactly."""
 
 from ragkit.chunking import chunk_pages
-from ragkit.text import count_tokens, split_sentences
+from ragkit.text import BRACKET_REACH, count_tokens, split_sentences
 
 ENGLISH = " ".join(f"Sentence number {i} talks about topic {i} in some detail." for i in range(60))
 CHINESE = "".join(f"第{i}句话介绍了青松茶园的第{i}个特点。" for i in range(60))
@@ -65,6 +65,17 @@ def test_a_mark_inside_brackets_does_not_end_the_sentence():
     assert [s.text for s in split_sentences(text)] == [
         "萱侬律(又名：「东芭乐园」；泰文：สวน)位于泰国。", "He cites (see Fig. 2. above) it.", "未闭合（括号。", "下一句。",
     ]
+
+
+def test_a_bracket_closing_beyond_the_reach_is_a_typo_so_the_mark_ends_the_sentence():
+    far = "x" * (BRACKET_REACH + 5)
+    text = f"远处（{far}。{far}）之后。"
+    assert [s.text for s in split_sentences(text)] == [f"远处（{far}。", f"{far}）之后。"]
+
+
+def test_nested_asides_keep_their_marks_and_a_stray_closing_bracket_is_ignored():
+    text = "外层（内层「更深。」还在。）结束。 ) 多余。Next."
+    assert [s.text for s in split_sentences(text)] == ["外层（内层「更深。」还在。）结束。", ") 多余。", "Next."]
 
 
 def test_empty_page_gives_no_chunks():

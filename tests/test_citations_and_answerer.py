@@ -4,7 +4,7 @@ from ragkit.citations import Source, cited_markers, strip_html, validate_markers
 from ragkit.config import Settings
 from ragkit.contextualize import clean_rewrite, heuristic_rewrite, needs_context
 from ragkit.extractive import extractive_answer
-from ragkit.retrieval import SearchHit
+from ragkit.passages import Hit, Passage
 
 
 def make_sources(count):
@@ -40,7 +40,7 @@ def test_model_html_is_stripped_to_text():
 
 
 def hit(text, n=0, doc="d"):
-    return SearchHit(f"{doc}-{n}", doc, text, "Title", "file.txt", "txt", 1, n, 0, len(text), 1.0 - n / 10)
+    return Hit(Passage(text, 1, n, 0, len(text), 0, doc_id=doc, version=1), "Title", "file.txt", "txt", 1.0 - n / 10)
 
 
 def test_extractive_answer_picks_the_matching_sentence_and_cites_it():

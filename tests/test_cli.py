@@ -67,3 +67,15 @@ def test_bad_input_gives_one_line_reasons(data_dir):
                                  env={**__import__("os").environ, "RAGKIT_TOP_K": "zero"}, timeout=60)
     assert bad_setting.returncode == 1 and "RAGKIT_TOP_K" in bad_setting.stderr
     assert len(bad_setting.stderr.strip().splitlines()) == 1
+
+
+def test_odd_arguments_are_refused_with_reasons(data_dir):
+    for k in ("0", "-1", "two"):
+        result = run(data_dir, "search", "revenue", "-k", k)
+        assert result.returncode == 2 and "-k" in result.stderr
+    newline_session = run(data_dir, "ask", "hello", "--session", "x\n")
+    assert newline_session.returncode == 1 and "invalid session id" in newline_session.stderr
+    undecodable = subprocess.run([sys.executable, "-m", "ragkit", "--data-dir", str(data_dir), "ask", b"caf\xe9 ?"],
+                                 capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert undecodable.returncode == 2 and "not valid UTF-8" in undecodable.stderr
+    assert "Traceback" not in undecodable.stderr and "TypeError" not in undecodable.stderr

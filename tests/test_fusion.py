@@ -56,17 +56,15 @@ def test_punctuation_only_has_no_tokens():
     assert search_tokens("") == []
 
 
-def test_cached_tokens_from_another_tokenizer_version_are_recomputed(tmp_path):
-    import pickle
+def test_passages_tokenized_by_another_tokenizer_version_are_retokenized_on_open(settings, embedder):
+    import sqlite3
 
-    from ragkit.lexical import LexicalIndex
+    from ragkit.kb import KnowledgeBase
 
-    cache = tmp_path / "lexical.pkl"
-    cache.write_bytes(pickle.dumps({"format": (1, -1), "tokens": {"c1": ["stale"]}}))
-    index = LexicalIndex(cache)
-    index.rebuild([("c1", "d1", "Statues of the founders")])
-    assert [cid for cid, _ in index.search("statue", 5)] == ["c1"]
-    assert index.search("stale", 5) == []
-    reopened = LexicalIndex(cache)
-    reopened.rebuild([("c1", "d1", "ignored: tokens come from the cache now")])
-    assert reopened.search("founder", 5)[0][0] == "c1"
+    KnowledgeBase(settings, embedder=embedder).ingest(b"Statues of the founders.", filename="s.txt").document
+    with sqlite3.connect(settings.data_path / "registry.sqlite3") as conn:
+        conn.execute("UPDATE passages SET terms = 'stale'")
+        conn.execute("UPDATE meta SET value = '-1' WHERE key = 'tokenizer_version'")
+    reopened = KnowledgeBase(settings, embedder=embedder)
+    assert reopened.search("statue", k=5)[0].filename == "s.txt"
+    assert reopened.search("stale", k=5)[0].lexical_score is None

@@ -43,6 +43,12 @@ def test_text_encodings_are_detected(encoding, prefix):
     assert decode_text(data).strip("\ufeff") == original
 
 
+@pytest.mark.parametrize("encoding, bom", [("utf-32-le", b"\xff\xfe\x00\x00"), ("utf-32-be", b"\x00\x00\xfe\xff")])
+def test_utf32_with_bom_is_not_mistaken_for_utf16(encoding, bom):
+    original = "茶园八点开放。Tea garden opens at 8."
+    assert decode_text(bom + original.encode(encoding)) == original
+
+
 def test_markdown_title_is_first_heading():
     doc = load_bytes("# 用户指南\n\nSome text.".encode(), "guide.md")
     assert doc.doc_type == "markdown" and doc.title == "用户指南"

@@ -1,26 +1,150 @@
-"""Document text and model output are rendered as inert Markdown."""
+"""Untrusted text renders as inert Markdown: whatever a document, a question or a model
+writes, a real CommonMark parser finds no image, link, HTML, code, heading or table in it,
+and nothing that Streamlit or GFM would rewrite after parsing (autolink literals, emoji
+and icon shortcodes)."""
 
-from ragkit.render import escape_markdown, highlight_markdown, match_spans, safe_answer_markdown
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from inert_markdown import ANSWER_TAGS, PLAIN_TAGS, assert_inert, parse, tags, visible
+from ragkit.citations import Source, strip_html
+from ragkit.history import HistoryManager, Turn
+from ragkit.render import WORD_JOINER, escape_line, escape_markdown, match_spans, safe_answer_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+URL = "http://127.0.0.1:8765"
+HOSTILE = [
+    f"![a [b] c]({URL}/nested.png?q=1)",
+    f"![x][r]\n\n[r]: {URL}/ref.png",
+    f"![x][]\n[x]: {URL}/collapsed.png",
+    f"[![inner]({URL}/i.png)]({URL}/outer)",
+    f"![a](<{URL}/angle brackets.png>)",
+    f'![t]({URL}/t.png "title")',
+    f"[site]({URL}) and [ref][1]\n[1]: {URL}/def",
+    f"<{URL}/autolink.png> <mailto:a@b.c> <a@b.c>",
+    f"{URL}/bare.png and www.example.com and https://example.com/x and user@example.com",
+    f'<img src="{URL}/tag.png"> <script>alert(1)</script> <a href="{URL}">x</a> <!-- c --> <?php ?>',
+    f"&lt;img src=&quot;{URL}/entity.png&quot;&gt; &#60;img&#62; &#x3C;b&#x3E; &amp;lt;",
+    "$x^2$ and $$\\int_0^1 f$$ and \\(a\\) \\[b\\]",
+    ":smile: :+1: :material/home: :streamlit: :red[alert] :orange-background[x] :small[s] :help[h]",
+    "::leaf[x]{src=evil}\n:::container\nbody\n:::",
+    "| a | b |\n|---|---|\n| 1 | 2 |",
+    "# heading\n## sub\nSetext\n===\nOther\n---",
+    "`code` ``x`` ```fence```\n```\nblock\n```\n~~~\nblock\n~~~\n    indented code\n\tTab code",
+    "> quote\n- item\n+ item\n* item\n1. one\n2) two\n- [ ] task",
+    "***\n___\n- - -\n**bold** __bold__ *it* _it_ ~~strike~~ ~one~",
+    "footnote[^1]\n\n[^1]: " + URL + "/fn",
+    "a\\\nb  \nc\\*not\\* \\\\ \\![x](y)",
+    f"<http://a.b/{'(' * 50}> ![{'[' * 200}x{']' * 200}]({URL}/deep.png)",
+    "-> <- <-> -- >= <= ~=",
+    "",
+    "   ",
+]
+LONG = [
+    f"![a [b] c]({URL}/x.png) " * 5000,
+    "[" * 50_000 + "](" + URL + ")" + "]" * 50_000,
+    "**a " * 40_000 + "*" * 10_000,
+    "<" * 20_000 + "img src=x>" + ">" * 20_000,
+    "\n".join(f"{n}. ![x]({URL}/{n}.png) **b** `c` <i>" for n in range(10_000)),
+]
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_escaped_text_renders_only_as_literal_text(text):
+    for escape in (escape_markdown, escape_line):
+        assert_inert(escape(text), PLAIN_TAGS)
+    rendered, _ = parse(escape_line(text))
+    assert " ".join(visible(rendered).split()) == " ".join(text.split()), "the reader sees exactly the input"
 
 
-def test_document_text_cannot_inject_markup_links_or_images():
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_answers_keep_only_the_allow_list(text):
+    assert_inert(safe_answer_markdown(text), ANSWER_TAGS)
+
+
+@pytest.mark.parametrize("text", LONG, ids=["images", "brackets", "emphasis", "angles", "list"])
+def test_very_long_hostile_inputs_are_inert_and_fast(text):
+    started = time.perf_counter()
+    answer, line = safe_answer_markdown(text), escape_line(text)
+    assert time.perf_counter() - started < 5, "linear-time escaping"
+    assert_inert(answer, ANSWER_TAGS)
+    assert_inert(line, PLAIN_TAGS)
+
+
+def test_answer_allow_list_bold_italic_lists_paragraphs_and_line_breaks():
+    answer = ("Revenue grew **18% [1]** and *fast* [2].\nSecond line.\n\n"
+              "- first <b>x</b>\n* second\n1. third\n\nLast *![i](http://e/i.png)* paragraph.")
+    rendered, _ = parse(safe_answer_markdown(answer))
+    assert "<strong>18% [1]</strong>" in rendered and "<em>fast</em> [2]." in rendered
+    assert "[2].<br />\nSecond line." in rendered
+    assert "<li>first &lt;b&gt;x&lt;/b&gt;</li>\n<li>second</li>" in rendered and '<li>third</li>' in rendered
+    assert "<p>Last <em>![i](http:\u2060//e/i.png)</em> paragraph.</p>" in rendered
+    assert tags(rendered) == ANSWER_TAGS
+
+
+def test_citation_markers_read_as_typed():
+    rendered, _ = parse(safe_answer_markdown("Founded in 2011 [1][2], in Lisbon [3]."))
+    assert visible(rendered).strip() == "Founded in 2011 [1][2], in Lisbon [3]."
+
+
+def test_file_names_stay_readable_and_round_trip():
+    assert escape_line("report_en-2.pdf") == "report_en-2.pdf"
+    assert escape_line("__init__.py") == "\\_\\_init\\_\\_\\.py"
     hostile = "<script>alert(1)</script> ![x](http://evil/p.png) [a](javascript:x) **bold** $x^2$ :red[hi]"
     escaped = escape_markdown(hostile)
-    import re
-
     assert re.search(r"(?<!\\)[<>\[\]()*$:!]", escaped) is None, "every control character is escaped"
-    assert escaped.replace("\\", "") == hostile
+    assert escaped.replace("\\", "").replace(WORD_JOINER, "") == hostile
 
 
-def test_answer_keeps_markers_and_emphasis_but_drops_html_images_and_links():
-    answer = 'Revenue grew **18%** [1]. <img src=x onerror=alert(1)> ![p](http://e/p.png) see [site](http://e) $5 [2]'
-    safe = safe_answer_markdown(answer)
-    assert "**18%**" in safe and "[1]" in safe and "[2]" in safe
-    assert "<img" not in safe and "http://e/p.png" not in safe and "(http://e)" not in safe
-    assert "\\$5" in safe
+def test_model_html_and_entities_never_turn_into_tags():
+    assert strip_html("&lt;script&gt;alert(1)&lt;/script&gt; ok") == "alert(1) ok"
+    assert strip_html("&amp;lt;img src=x onerror=alert(1)&amp;gt;") == ""
+    assert strip_html("<<b>script>x") == "x"
+    assert "<img" not in strip_html("tail <img src=x onerror=alert(1)")
+    assert strip_html("if a < b and c > d") == "if a < b and c > d"
+    assert strip_html('<span style="color:red">Hi</span> &amp; bye') == "Hi & bye"
 
 
-def test_highlight_marks_whole_question_words_in_both_languages():
+def test_markdown_export_is_inert_in_any_commonmark_viewer(tmp_path):
+    history = HistoryManager(tmp_path / "sessions.sqlite3")
+    source = Source(n=1, chunk_id="c", doc_id="d", title=f"Report ![t]({URL}/title.png)",
+                    filename="x_![n](n.png).md", page=1, text="", quote=f"quote <img src={URL}/q.png> [r]: {URL}",
+                    start=0, end=0, score=1.0, cited=True)
+    turn = Turn(question=f"What? ![q]({URL}/q.png)", standalone_question=f"<b>What</b> {URL}",
+                answer=f"**Answer** ![a [b] c]({URL}/a.png) &lt;script&gt; [1]\n[r]: {URL}/r.png",
+                mode="llm", model="`gpt` ![m](m.png)", sources=[source])
+    history.add_turn("s1", turn)
+    history.rename("s1", f"Title ![t]({URL}/session.png)")
+    try:
+        markdown = history.export_markdown("s1")
+        exported = json.loads(history.export_json("s1"))
+    finally:
+        history.close()
+    assert_inert(markdown, ANSWER_TAGS | {"h1", "h2"})
+    rendered, _ = parse(markdown)
+    seen = visible(rendered)
+    assert f"Title ![t]({URL}/session.png)" in seen and "x_![n](n.png).md" in seen
+    assert f"![a [b] c]({URL}/a.png) &lt;script&gt; [1]" in seen
+    assert exported["turns"][0]["answer"] == turn.answer, "JSON keeps the data as stored"
+
+
+def test_highlight_marks_whole_question_words_in_both_languages(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO))  # the app's helpers live next to its pages
+    from pages._widgets import highlight_markdown
+
     assert match_spans("The company was founded in 2011.", "Who founded it?") == [(16, 23)]
     assert highlight_markdown("青松茶园位于福建省", "青松茶园在哪里？").startswith(":orange-background[青松茶园]")
+    assert highlight_markdown("![x](http://e/p.png) founded", "founded") == (
+        "\\!\\[x\\]\\(http\\:\u2060//e/p.png\\) :orange-background[founded]")
     assert match_spans("anything", "？？") == []
+
+
+def test_the_library_never_writes_streamlit_markup():
+    assert not (REPO / "ragkit" / "webapp.py").exists()
+    for path in (REPO / "ragkit").rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(import|from)\s+streamlit\b", source, re.MULTILINE), path
+        assert not re.search(r":(orange|red|blue|green|violet|gray|grey|rainbow|primary)(-background)?\[|:material/",
+                             source), path

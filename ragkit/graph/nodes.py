@@ -26,6 +26,7 @@ from ..llm import explain_llm_error
 from ..retrieval import SearchFilters
 from ..text import count_tokens, is_cjk_text, split_sentences
 from . import prompts
+from .policy import answer_passages
 from .state import RagState
 
 log = logging.getLogger(__name__)
@@ -144,10 +145,10 @@ class RagNodes:
 
     def retrieve(self, state: RagState) -> dict:
         """Hybrid search for the standalone question, within the UI's filters (plus the
-        top document's other best passages: see ``KnowledgeBase.answer_hits``)."""
+        top document's other best passages: see ``policy.answer_passages``)."""
         started = time.perf_counter()
         filters = SearchFilters(**(state.get("filters") or {}))
-        hits = self.kb.answer_hits(state["standalone_question"], filters)
+        hits = answer_passages(self.kb, state["standalone_question"], self.settings, filters)
         _emit({"type": "status", "retrieved": len(hits)})
         return {"hits": hits, "timings": {"retrieve_ms": _elapsed_ms(started)}}
 

@@ -19,7 +19,7 @@ class RagState(TypedDict, total=False):
     history: list[tuple[str, str]]  # (question, answer), oldest first, trimmed to budget
     standalone_question: str
     contextualized_by: str  # "none", "llm" or "heuristic"
-    hits: list[Any]  # SearchHit
+    hits: list[Any]  # passages.Hit
     sources: list[Any]  # citations.Source
     answer: str
     mode: str  # "llm" or "extractive"

@@ -1,4 +1,4 @@
-"""A small, real OpenAI-compatible HTTP server for tests.
+"""A small, real OpenAI-compatible HTTP server, for tests and the benchmark.
 
 It speaks ``POST /v1/chat/completions`` (plain JSON and SSE streaming, with usage data)
 and ``GET /v1/models`` over real sockets on 127.0.0.1, so the real ``openai`` /
@@ -36,8 +36,8 @@ def default_responder(body: dict) -> Reply:
     return Reply("LangGraph builds stateful agents [1]. It also flies to the moon [9].")
 
 
-class FakeOpenAIServer:
-    """Start with ``with FakeOpenAIServer() as server: server.base_url``."""
+class ScriptedOpenAIServer:
+    """Start with ``with ScriptedOpenAIServer() as server: server.base_url``."""
 
     def __init__(self, responder=default_responder):
         self.responder = responder
@@ -51,7 +51,7 @@ class FakeOpenAIServer:
         host, port = self._server.server_address
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> "ScriptedOpenAIServer":
         self._thread.start()
         return self
 

@@ -1,0 +1,421 @@
+"""The document catalog: documents, their versions, tags and passages, in one database.
+
+``registry.sqlite3`` in the data dir (or ``RAGKIT_DATABASE_URL``) holds:
+
+- ``documents``: one row per document and its current version;
+- ``passages``: the current version's passages, with their text and search tokens (the
+  lexical index is built from these; the text lets a lost vector index be re-embedded);
+- ``pending_writes``: a document version whose vectors are being written to Chroma and
+  not yet committed here; its vectors are not stale while its writer lives;
+- ``removed_documents``: ids of deleted documents, so vectors left by an interrupted
+  delete can be proven stale;
+- ``meta``: the embedding model, a revision counter bumped by every change, and the
+  vector generation bumped by every Chroma write.
+
+A version becomes current in one transaction that writes its row and passages and clears
+its pending row; nothing else ever makes a version current.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sqlalchemy import Connection, text
+
+from .errors import CatalogError
+from .db import DatabaseUnreadable, apply_migrations, open_database, read, write
+from .passages import Passage
+
+WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+PENDING_LEASE_S = 15 * 60  # a pending write from another host older than this is abandoned
+
+
+@dataclass
+class DocumentRecord:
+    """One document of the knowledge base, as listed to users."""
+
+    id: str
+    source: str  # what identifies the file: its path for folder/CLI ingests, else its name
+    filename: str
+    title: str
+    title_from: str  # "file" (taken from the document) or "user" (edited; kept on new versions)
+    doc_type: str
+    content_hash: str
+    version: int
+    tags: list[str]
+    size_bytes: int
+    pages: int
+    chunks: int
+    tokens: int
+    created_at: float
+    updated_at: float
+
+    def to_dict(self) -> dict:
+        """Plain dict (for JSON and tables)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A document version whose vectors a writer is saving right now."""
+
+    doc_id: str
+    version: int
+    writer: str
+    started_at: float
+
+    def abandoned(self, now: float | None = None) -> bool:
+        """True when its writer is gone: a dead process on this host, or too old elsewhere."""
+        host, pid, token = (self.writer.split(":") + ["", "", ""])[:3]
+        if self.writer == WRITER_ID:
+            return False
+        if host == socket.gethostname() and pid.isdigit():
+            if int(pid) == os.getpid():
+                return True  # an earlier process that had our pid
+            return not _process_alive(int(pid))
+        return (now or time.time()) - self.started_at > PENDING_LEASE_S
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _legacy_schema(conn: Connection) -> None:
+    """Version 1: the registry as first released (adopted as is when it exists)."""
+    conn.execute(text(
+        """CREATE TABLE IF NOT EXISTS documents (
+            id TEXT PRIMARY KEY, filename TEXT NOT NULL, title TEXT NOT NULL,
+            doc_type TEXT NOT NULL, content_hash TEXT NOT NULL, version INTEGER NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]', size_bytes INTEGER NOT NULL, pages INTEGER NOT NULL,
+            chunks INTEGER NOT NULL, tokens INTEGER NOT NULL,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL)"""))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS documents_hash ON documents(content_hash)"))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS documents_filename ON documents(filename)"))
+    conn.execute(text("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"))
+
+
+def _passages_and_write_safety(conn: Connection) -> None:
+    """Version 2: document identity by source, user-edited titles, passages in the
+    catalog, pending writes and removed documents (see the module docstring)."""
+    conn.execute(text("ALTER TABLE documents ADD COLUMN source TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("UPDATE documents SET source = filename"))
+    conn.execute(text("ALTER TABLE documents ADD COLUMN title_from TEXT NOT NULL DEFAULT 'file'"))
+    conn.execute(text("CREATE INDEX documents_source ON documents(source)"))
+    conn.execute(text(
+        """CREATE TABLE passages (
+            id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, version INTEGER NOT NULL,
+            position INTEGER NOT NULL, page INTEGER NOT NULL, start_char INTEGER NOT NULL,
+            end_char INTEGER NOT NULL, tokens INTEGER NOT NULL, text TEXT NOT NULL,
+            terms TEXT NOT NULL)"""))
+    conn.execute(text("CREATE INDEX passages_doc ON passages(doc_id, position)"))
+    conn.execute(text(
+        """CREATE TABLE pending_writes (
+            doc_id TEXT NOT NULL, version INTEGER NOT NULL, writer TEXT NOT NULL,
+            started_at REAL NOT NULL, PRIMARY KEY (doc_id, version))"""))
+    conn.execute(text("CREATE TABLE removed_documents (doc_id TEXT PRIMARY KEY, removed_at REAL NOT NULL)"))
+    has_documents = conn.execute(text("SELECT COUNT(*) FROM documents")).scalar_one()
+    if has_documents:  # a registry from before passages lived here: filled from Chroma on open
+        _set_meta(conn, "passages_backfill", "needed")
+
+
+MIGRATIONS = [_legacy_schema, _passages_and_write_safety]
+
+
+def _set_meta(conn: Connection, key: str, value: str) -> None:
+    conn.execute(
+        text("INSERT INTO meta(key, value) VALUES (:k, :v) ON CONFLICT(key) DO UPDATE SET value = :v"),
+        {"k": key, "v": value},
+    )
+
+
+def _bump(conn: Connection, key: str) -> None:
+    conn.execute(text(
+        "INSERT INTO meta(key, value) VALUES (:k, '1') ON CONFLICT(key) "
+        "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"), {"k": key})
+
+
+class Catalog:
+    """Documents and passages in SQLite (or any SQLAlchemy URL); safe across threads and
+    processes (every write is one transaction)."""
+
+    def __init__(self, location: str | Path):
+        self.location = str(location)
+        self._lock = threading.Lock()
+        self._documents_cache: tuple[int, list[DocumentRecord]] | None = None
+        existed = isinstance(location, Path) and location.exists()
+        self.was_created = not existed or (isinstance(location, Path) and location.stat().st_size == 0)
+        try:
+            self._engine = open_database(location)
+            apply_migrations(self._engine, "catalog", MIGRATIONS)
+        except DatabaseUnreadable as exc:
+            raise CatalogError(
+                f"the document catalog {self.location} cannot be read ({exc}). Nothing was changed. "
+                "Restore it from a backup, or move it aside and run `python -m ragkit repair` to rebuild "
+                "it from what the vector store holds."
+            ) from None
+
+    # ----- meta --------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """A metadata value, or None."""
+        with read(self._engine) as conn:
+            return conn.execute(text("SELECT value FROM meta WHERE key = :k"), {"k": key}).scalar()
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a metadata value."""
+        with write(self._engine) as conn:
+            _set_meta(conn, key, value)
+
+    @property
+    def revision(self) -> int:
+        """Counter bumped by every change to documents or passages."""
+        return int(self.get_meta("revision") or 0)
+
+    @property
+    def vector_generation(self) -> int:
+        """Counter bumped before every write to the vector store (by any process)."""
+        return int(self.get_meta("vector_generation") or 0)
+
+    def counters(self) -> tuple[int, int]:
+        """(revision, vector generation), read together."""
+        with read(self._engine) as conn:
+            values = dict(conn.execute(text(
+                "SELECT key, value FROM meta WHERE key IN ('revision', 'vector_generation')")).all())
+        return int(values.get("revision") or 0), int(values.get("vector_generation") or 0)
+
+    def bump_vector_generation(self) -> int:
+        """Announce a vector-store write to other processes; returns the new generation."""
+        with write(self._engine) as conn:
+            _bump(conn, "vector_generation")
+            return int(conn.execute(text("SELECT value FROM meta WHERE key = 'vector_generation'")).scalar_one())
+
+    # ----- documents ---------------------------------------------------------------
+
+    def documents(self) -> list[DocumentRecord]:
+        """Every document, most recently updated first (cached until the next change)."""
+        with read(self._engine) as conn:
+            revision = int(conn.execute(text("SELECT value FROM meta WHERE key = 'revision'")).scalar() or 0)
+            cached = self._documents_cache
+            if cached is not None and cached[0] == revision:
+                return list(cached[1])
+            rows = conn.execute(text("SELECT * FROM documents ORDER BY updated_at DESC, id")).mappings().all()
+        records = [_record(row) for row in rows]
+        self._documents_cache = (revision, records)
+        return list(records)
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """The document with this id, if any."""
+        return next((doc for doc in self.documents() if doc.id == doc_id), None)
+
+    def by_hash(self, digest: str) -> DocumentRecord | None:
+        """A document with exactly these bytes, if any."""
+        return next((doc for doc in self.documents() if doc.content_hash == digest), None)
+
+    def by_source(self, source: str) -> DocumentRecord | None:
+        """The document stored under this source, if any."""
+        return next((doc for doc in self.documents() if doc.source == source), None)
+
+    def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None) -> DocumentRecord:
+        """Change a document's title (marked as the user's) and/or tags."""
+        with write(self._engine) as conn:
+            row = conn.execute(text("SELECT * FROM documents WHERE id = :id"), {"id": doc_id}).mappings().first()
+            if row is None:
+                raise KeyError(f"no document with id {doc_id!r}")
+            record = _record(row)
+            if title is not None and title.strip() and title.strip() != record.title:
+                record.title, record.title_from = title.strip(), "user"
+            if tags is not None:
+                record.tags = tags
+            record.updated_at = time.time()
+            _upsert(conn, record)
+            _bump(conn, "revision")
+        return record
+
+    # ----- passages ----------------------------------------------------------------
+
+    def passages_of(self, doc_id: str) -> list[Passage]:
+        """A document's current passages in reading order."""
+        with read(self._engine) as conn:
+            rows = conn.execute(
+                text("SELECT * FROM passages WHERE doc_id = :d ORDER BY position"), {"d": doc_id}
+            ).mappings().all()
+        return [_passage(row) for row in rows]
+
+    def passages(self, ids: list[str]) -> dict[str, Passage]:
+        """Passages by id (unknown ids are left out)."""
+        found: dict[str, Passage] = {}
+        with read(self._engine) as conn:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ", ".join(f":p{i}" for i in range(len(part)))
+                rows = conn.execute(
+                    text(f"SELECT * FROM passages WHERE id IN ({marks})"),
+                    {f"p{i}": pid for i, pid in enumerate(part)},
+                ).mappings().all()
+                found.update((row["id"], _passage(row)) for row in rows)
+        return found
+
+    def passage_terms(self, doc_ids: list[str] | None = None) -> list[tuple[str, str, list[str]]]:
+        """(passage id, document id, search tokens) of all passages, or of these documents."""
+        query = "SELECT id, doc_id, terms FROM passages"
+        with read(self._engine) as conn:
+            if doc_ids is None:
+                rows = conn.execute(text(query + " ORDER BY doc_id, position")).all()
+            else:
+                rows = []
+                for doc_id in doc_ids:
+                    rows += conn.execute(text(query + " WHERE doc_id = :d ORDER BY position"), {"d": doc_id}).all()
+        return [(pid, doc, terms.split(" ") if terms else []) for pid, doc, terms in rows]
+
+    def passage_ids(self) -> set[str]:
+        """Ids of every current passage."""
+        with read(self._engine) as conn:
+            return {row[0] for row in conn.execute(text("SELECT id FROM passages"))}
+
+    def passage_count(self) -> int:
+        """Number of current passages."""
+        with read(self._engine) as conn:
+            return int(conn.execute(text("SELECT COUNT(*) FROM passages")).scalar_one())
+
+    # ----- the write protocol ------------------------------------------------------
+
+    def begin_write(self, doc_id: str, version: int) -> None:
+        """Record that this process is about to write vectors of (doc, version)."""
+        with write(self._engine) as conn:
+            conn.execute(
+                text("INSERT INTO pending_writes(doc_id, version, writer, started_at) VALUES (:d, :v, :w, :t) "
+                     "ON CONFLICT(doc_id, version) DO UPDATE SET writer = :w, started_at = :t"),
+                {"d": doc_id, "v": version, "w": WRITER_ID, "t": time.time()},
+            )
+
+    def abandon_write(self, doc_id: str, version: int) -> None:
+        """Forget a pending write whose vectors were removed again."""
+        with write(self._engine) as conn:
+            conn.execute(text("DELETE FROM pending_writes WHERE doc_id = :d AND version = :v"),
+                         {"d": doc_id, "v": version})
+
+    def commit_versions(self, versions: list[tuple[DocumentRecord, list[Passage], list[list[str]]]]) -> None:
+        """Make each (record, passages, their search tokens) the current version of its
+        document, all in one transaction."""
+        with write(self._engine) as conn:
+            for record, passages, terms in versions:
+                _upsert(conn, record)
+                conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": record.id})
+                _insert_passages(conn, passages, terms)
+                conn.execute(text("DELETE FROM pending_writes WHERE doc_id = :d AND version = :v"),
+                             {"d": record.id, "v": record.version})
+            _bump(conn, "revision")
+
+    def remove(self, doc_id: str) -> DocumentRecord:
+        """Delete a document and its passages, remembering its id; KeyError when unknown."""
+        with write(self._engine) as conn:
+            row = conn.execute(text("SELECT * FROM documents WHERE id = :id"), {"id": doc_id}).mappings().first()
+            if row is None:
+                raise KeyError(f"no document with id {doc_id!r}")
+            conn.execute(text("DELETE FROM documents WHERE id = :d"), {"d": doc_id})
+            conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": doc_id})
+            conn.execute(text("INSERT INTO removed_documents(doc_id, removed_at) VALUES (:d, :t) "
+                              "ON CONFLICT(doc_id) DO NOTHING"), {"d": doc_id, "t": time.time()})
+            _bump(conn, "revision")
+        return _record(row)
+
+    def pending_writes(self) -> list[PendingWrite]:
+        """Every pending write, live or abandoned."""
+        with read(self._engine) as conn:
+            rows = conn.execute(text("SELECT doc_id, version, writer, started_at FROM pending_writes")).all()
+        return [PendingWrite(*row) for row in rows]
+
+    def removed_ids(self) -> set[str]:
+        """Ids of documents that were deleted."""
+        with read(self._engine) as conn:
+            return {row[0] for row in conn.execute(text("SELECT doc_id FROM removed_documents"))}
+
+    def snapshot(self) -> tuple[dict[str, int], list[PendingWrite], set[str]]:
+        """Current versions, pending writes and removed ids, read at one instant."""
+        with read(self._engine) as conn:
+            versions = dict(conn.execute(text("SELECT id, version FROM documents")).all())
+            pending = [PendingWrite(*row) for row in conn.execute(
+                text("SELECT doc_id, version, writer, started_at FROM pending_writes")).all()]
+            removed = {row[0] for row in conn.execute(text("SELECT doc_id FROM removed_documents"))}
+        return versions, pending, removed
+
+    def restore(self, record: DocumentRecord, passages: list[Passage], terms: list[list[str]]) -> None:
+        """Add a document rebuilt from the vector store (``repair``)."""
+        with write(self._engine) as conn:
+            _upsert(conn, record)
+            conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": record.id})
+            _insert_passages(conn, passages, terms)
+            conn.execute(text("DELETE FROM removed_documents WHERE doc_id = :d"), {"d": record.id})
+            _bump(conn, "revision")
+
+    def fill_passages(self, passages: list[Passage], terms: list[list[str]]) -> None:
+        """Insert passages of current versions (the one-time backfill of an old registry)."""
+        with write(self._engine) as conn:
+            _insert_passages(conn, passages, terms)
+            _bump(conn, "revision")
+
+    def retokenize(self, tokenize) -> int:
+        """Recompute every passage's search tokens with ``tokenize(text)`` (after the
+        tokenizer changed); returns the passages done."""
+        with read(self._engine) as conn:
+            rows = conn.execute(text("SELECT id, text FROM passages")).all()
+        with write(self._engine) as conn:
+            for start in range(0, len(rows), 1000):
+                conn.execute(text("UPDATE passages SET terms = :terms WHERE id = :id"),
+                             [{"id": pid, "terms": " ".join(tokenize(body))} for pid, body in rows[start : start + 1000]])
+            _bump(conn, "revision")
+        return len(rows)
+
+    def forget_pending(self, doc_id: str, version: int) -> None:
+        """Drop an abandoned pending row once its vectors are gone."""
+        self.abandon_write(doc_id, version)
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self._engine.dispose()
+
+
+def _upsert(conn: Connection, record: DocumentRecord) -> None:
+    values = record.to_dict()
+    values["tags"] = json.dumps(record.tags, ensure_ascii=False)
+    columns = ", ".join(values)
+    marks = ", ".join(f":{key}" for key in values)
+    updates = ", ".join(f"{key} = excluded.{key}" for key in values if key != "id")
+    conn.execute(text(f"INSERT INTO documents ({columns}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {updates}"),
+                 values)
+
+
+def _insert_passages(conn: Connection, passages: list[Passage], terms: list[list[str]]) -> None:
+    if not passages:
+        return
+    conn.execute(
+        text("INSERT INTO passages(id, doc_id, version, position, page, start_char, end_char, tokens, text, terms) "
+             "VALUES (:id, :doc_id, :version, :position, :page, :start, :end, :tokens, :text, :terms)"),
+        [{"id": p.id, "doc_id": p.doc_id, "version": p.version, "position": p.position, "page": p.page,
+          "start": p.start, "end": p.end, "tokens": p.tokens, "text": p.text, "terms": " ".join(t)}
+         for p, t in zip(passages, terms)],
+    )
+
+
+def _record(row) -> DocumentRecord:
+    values = dict(row)
+    values["tags"] = json.loads(values["tags"] or "[]")
+    return DocumentRecord(**values)
+
+
+def _passage(row) -> Passage:
+    return Passage(text=row["text"], page=row["page"], position=row["position"], start=row["start_char"],
+                   end=row["end_char"], tokens=row["tokens"], doc_id=row["doc_id"], version=row["version"])

@@ -1,0 +1,87 @@
+"""The passage: one piece of a document, from chunking through search to citation.
+
+A :class:`Passage` is what the chunker cuts, the indexer stores and the catalog returns;
+a :class:`Hit` is a passage as a search found it (with its document's current title and
+each retriever's score and rank). Citations number hits (``citations.Source``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def passage_id(doc_id: str, version: int, position: int) -> str:
+    """Deterministic passage id: document, version and position."""
+    return f"{doc_id}-v{version}-{position}"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A contiguous slice ``page_text[start:end]`` of one document version."""
+
+    text: str
+    page: int  # 1-based
+    position: int  # 0-based index within the document
+    start: int
+    end: int
+    tokens: int
+    doc_id: str = ""  # set when the passage is stored
+    version: int = 0
+
+    @property
+    def id(self) -> str:
+        """The passage id (document, version, position)."""
+        return passage_id(self.doc_id, self.version, self.position)
+
+
+@dataclass
+class Hit:
+    """A passage as retrieved: its document's labels and how each retriever scored it."""
+
+    passage: Passage
+    title: str
+    filename: str
+    doc_type: str
+    score: float
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    same_document: bool = False  # added by the within-document search of an answer
+
+    @property
+    def id(self) -> str:
+        """The passage id."""
+        return self.passage.id
+
+    @property
+    def doc_id(self) -> str:
+        """The document id."""
+        return self.passage.doc_id
+
+    @property
+    def text(self) -> str:
+        """The passage text."""
+        return self.passage.text
+
+    @property
+    def page(self) -> int:
+        """1-based page number."""
+        return self.passage.page
+
+    @property
+    def position(self) -> int:
+        """Index of the passage within its document."""
+        return self.passage.position
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON output."""
+        p = self.passage
+        return {
+            "id": p.id, "doc_id": p.doc_id, "version": p.version, "title": self.title,
+            "filename": self.filename, "doc_type": self.doc_type, "page": p.page,
+            "position": p.position, "start": p.start, "end": p.end, "text": p.text,
+            "score": self.score, "dense_score": self.dense_score, "lexical_score": self.lexical_score,
+            "dense_rank": self.dense_rank, "lexical_rank": self.lexical_rank,
+            "same_document": self.same_document,
+        }

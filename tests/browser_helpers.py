@@ -1,0 +1,111 @@
+"""Shared pieces of the browser tests: the app under test, headless Chromium, page actions.
+
+Needs Debian's chromium (/usr/bin/chromium) and the playwright package (its driver
+only: `playwright install` is never run). Test modules call require_chromium() first
+and import the fixtures they use (browser, page) from here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, free_port, serve
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+HEADINGS = {"Chat": "Chat with your documents", "Documents": "Documents", "Stats": "Stats"}
+
+
+def require_chromium() -> None:
+    """Skip the calling test module without Chromium (fail instead in CI, CI=true)."""
+    if Path(CHROMIUM).exists():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI needs Chromium for the browser tests, not found at {CHROMIUM}", pytrace=False)
+    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+
+def start_app(tmp_path_factory, **extra_env):
+    """Run the app on a loopback port with its own data dir; yields its URL."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["RAGKIT_DATA_DIR"] = str(tmp_path_factory.mktemp("e2e-data"))
+    env.update(extra_env)
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    with open(tmp_path_factory.mktemp("e2e-log") / "streamlit.log", "w") as log:
+        with serve(command, url + "/_stcore/health", 90, "the app", cwd=REPO, env=env, stdout=log,
+                   stderr=subprocess.STDOUT):
+            yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium driven by Playwright, one per test module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context and tab per test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    yield tab
+    context.close()
+
+
+def shot(page, name: str) -> None:
+    """A full-page screenshot in tests/screenshots/."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def go(page, name: str) -> None:
+    """Open a page from the sidebar navigation and wait for its heading."""
+    page.get_by_test_id("stSidebarNavLink").filter(has_text=name).click()
+    page.wait_for_url(f"**/{'' if name == 'Chat' else name.lower()}*")
+    page.get_by_role("heading", name=HEADINGS[name], exact=True).wait_for()
+
+
+def upload(page, *paths) -> None:
+    """Drop files on the Documents page's uploader (not the chat box's hidden file input)."""
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files([str(p) for p in paths])
+
+
+def wait_ingested(page, filename: str) -> None:
+    """Wait for the file's final result (not its progress bar, which also starts with its name)."""
+    done = re.compile(rf"{re.escape(filename)}: (added|already in the knowledge base|replaced by version)")
+    page.get_by_text(done).first.wait_for()
+
+
+def ask(page, question: str) -> None:
+    """Type a question into the chat box and send it."""
+    box = page.get_by_placeholder("Ask a question about your documents")
+    box.fill(question)
+    box.press("Enter")
+
+
+def select_first_row(page) -> None:
+    """Select the documents table's first row with the keyboard (the grid is drawn on a canvas)."""
+    grid = page.get_by_test_id("data-grid-canvas")
+    grid.wait_for()
+    grid.focus()
+    for key in ("ArrowDown", "ArrowRight", "Shift+Space"):  # into the first row, then select it
+        page.keyboard.press(key)
+    page.get_by_text("Preview passages").wait_for()
