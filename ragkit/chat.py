@@ -16,7 +16,7 @@ from .graph import build_graph
 from .graph.nodes import RagNodes
 from .history import HistoryManager, Turn, validate_session_id
 from .kb import KnowledgeBase
-from .llm import ModelStatus, make_chat_model, model_status
+from .llm import ModelChoice, ModelClients, ModelStatus, model_status
 from .retrieval import SearchFilters
 
 
@@ -46,34 +46,45 @@ def check_question(question: str) -> str:
 class ChatEngine:
     """The conversational graph plus the session history it reads and writes."""
 
-    def __init__(self, settings: Settings, kb: KnowledgeBase, history: HistoryManager | None = None, llm=None):
+    def __init__(self, settings: Settings, kb: KnowledgeBase, history: HistoryManager | None = None):
         self.settings = settings
         self.kb = kb
         self.history = history or HistoryManager(settings.data_path / "sessions.sqlite3")
-        self.llm = llm if llm is not None else make_chat_model(settings)
-        self.graph = build_graph(RagNodes(settings, kb, self.history, self.llm))
+        self.clients = ModelClients(settings)
+        self.graph = build_graph(RagNodes(settings, kb, self.history, self.clients))
 
     @property
     def status(self) -> ModelStatus:
-        """The active answer mode."""
-        return model_status(self.settings) if self.llm is not None else ModelStatus("extractive", "", "")
+        """The default answer mode."""
+        return model_status(self.settings)
 
-    def _input(self, session_id: str, question: str, filters: SearchFilters | None) -> dict:
+    def model_for(self, session_id: str) -> ModelChoice:
+        """The model a conversation answers with: its own choice, else the default."""
+        return self.clients.choice(self.history.session_model(session_id) if self.history.exists(session_id) else None)
+
+    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None) -> dict:
         validate_session_id(session_id)
         question = check_question(question)
-        history = self.history.recent_exchanges(session_id, self.settings.history_turns, self.settings.history_tokens)
+        choice = self.clients.choice(model) if model else self.model_for(session_id)
         return {
             "session_id": session_id,
             "question": question,
             "filters": asdict(filters) if filters and not filters.is_empty() else {},
-            "history": history,
+            "model_id": choice.id,
+            "history": self.history.recent_exchanges(session_id, self.settings.history_turns,
+                                                     self.settings.history_tokens),
             "timings": {},
             "usage": {},
+            "trace": [],
         }
 
-    def stream(self, session_id: str, question: str, filters: SearchFilters | None = None) -> Iterator[dict]:
-        """Run one turn, yielding events; the last is {"type": "done", "turn": Turn}."""
-        state = self._input(session_id, question, filters)
+    def stream(self, session_id: str, question: str, filters: SearchFilters | None = None,
+               model: str | None = None) -> Iterator[dict]:
+        """Run one turn, yielding events; the last is {"type": "done", "turn": Turn}.
+
+        ``model`` is a model choice id (see ``llm.chat_models``); by default the
+        conversation's own choice, else the first configured model."""
+        state = self._input(session_id, question, filters, model)
         final: dict = {}
         for mode, payload in self.graph.stream(state, stream_mode=["custom", "values"]):
             if mode == "custom":
@@ -82,10 +93,11 @@ class ChatEngine:
                 final = payload
         yield {"type": "done", "turn": final["turn"]}
 
-    def ask(self, session_id: str, question: str, filters: SearchFilters | None = None) -> Turn:
+    def ask(self, session_id: str, question: str, filters: SearchFilters | None = None,
+            model: str | None = None) -> Turn:
         """Run one turn and return the recorded Turn."""
         turn = None
-        for event in self.stream(session_id, question, filters):
+        for event in self.stream(session_id, question, filters, model):
             if event["type"] == "done":
                 turn = event["turn"]
         return turn

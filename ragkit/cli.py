@@ -182,7 +182,7 @@ def cmd_eval(args) -> int:
     """Measure retrieval (and answer) quality on a SQuAD-format file."""
     from tqdm import tqdm
 
-    from .eval import run_eval
+    from .eval import run_dialogues, run_eval, run_unanswerable
 
     bars: dict[str, tqdm] = {}
 
@@ -192,7 +192,12 @@ def cmd_eval(args) -> int:
         bars[stage].update(1)
 
     settings = load_settings(**_overrides(args))
-    summary = run_eval(args.path, settings, with_answers=args.answers, limit=args.limit, progress=progress)
+    if args.unanswerable:
+        summary = run_unanswerable(args.path, settings, limit=args.limit, progress=progress)
+    elif args.dialogues:
+        summary = run_dialogues(args.path, args.dialogues, settings, limit=args.limit, progress=progress)
+    else:
+        summary = run_eval(args.path, settings, with_answers=args.answers, limit=args.limit, progress=progress)
     for bar in bars.values():
         bar.close()
     width = max(len(key) for key in summary)
@@ -368,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="measure retrieval (and answer) quality on a SQuAD-format file")
     p.add_argument("path")
     p.add_argument("--answers", action="store_true", help="also measure the extractive answers")
+    p.add_argument("--unanswerable", action="store_true",
+                   help="index half the set; measure answering what is there and saying 'not found' for the rest")
+    p.add_argument("--dialogues", metavar="FILE", help="two-turn dialogues (follow-ups, topic switches) to measure")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.set_defaults(func=cmd_eval)

@@ -67,6 +67,11 @@ class Settings(BaseSettings):
 
     # answering
     chat_model: str = "gpt-4o-mini"
+    chat_models: str = Field(
+        default="",
+        description="models to choose from per conversation, comma-separated: model, model@base_url, or "
+        "model@base_url|KEY_VARIABLE (the name of the environment variable holding its API key)",
+    )
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAGKIT_OPENAI_API_KEY")
     )
@@ -76,11 +81,20 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=1, ge=0, le=10)
     max_answer_tokens: int = Field(default=700, ge=16)
+    model_context_tokens: int = Field(
+        default=8192, ge=512, description="the model's context window; a smaller one the server reports wins"
+    )
+    rewrite_timeout_s: float = Field(default=15.0, gt=0, description="a model rewrite slower than this is skipped")
     context_tokens: int = Field(default=2500, ge=200)
     history_tokens: int = Field(default=1200, ge=0)
     history_turns: int = Field(default=4, ge=0)
     extractive_chars_cjk: int = Field(default=165, ge=20)
     extractive_chars_latin: int = Field(default=340, ge=40)
+
+    # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
+    grade_threshold_cjk: float = Field(default=0.46, ge=0, le=1)
+    grade_threshold_latin: float = Field(default=0.59, ge=0, le=1)
+    retrieval_retries: int = Field(default=2, ge=0, le=2, description="extra searches when the evidence is weak")
 
     @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ what it wrote (small models echo markup, answer instead, or drift off topic).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,8 +24,12 @@ ENGLISH_REFERENCES = {
     "it": "{s}", "its": "{s}'s", "they": "{s}", "them": "{s}", "their": "{s}'s", "he": "{s}",
     "him": "{s}", "his": "{s}'s", "she": "{s}", "her": "{s}'s",
 }
-# Longest first, so "它们的" is matched before "它".
-CHINESE_REFERENCES = ("它们的", "他们的", "她们的", "它的", "他的", "她的", "它们", "他们", "她们", "其", "它", "他", "她", "该")
+# Whole words only (jieba's), so 其他 ("other") or 尤其 are not references.
+CHINESE_REFERENCES = ("它们", "他们", "她们", "其", "它", "他", "她")
+_OPENING_WORDS = frozenset(
+    "over around during there after before since until under between among within without against through "
+    "across behind beyond following according besides despite near per regarding via while if although".split()
+)
 FOLLOW_UP_OPENERS = re.compile(r"^\s*(and|also|what about|how about|and what about|那么?|还有|另外)\b", re.IGNORECASE)
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how main key some many much tell explain describe give list "
@@ -49,10 +54,30 @@ class Exchange:
 
 
 def references(question: str) -> list[str]:
-    """The words of ``question`` that refer back to something said before."""
+    """The words of ``question`` that refer back to something said before (not to
+    something the question itself names: "Knute Rockne told his team" is complete)."""
     if is_cjk_text(question):
-        return [ref for ref in CHINESE_REFERENCES if ref in question]
-    return [word for word in _ENGLISH_WORD.findall(question) if word.lower() in ENGLISH_REFERENCES]
+        words = chinese_words(question)
+        found = [w for w in words if w in CHINESE_REFERENCES]
+        if found and _named_before(question, question.index(found[0])):
+            return []
+        return found
+    words = [m for m in _ENGLISH_WORD.finditer(question) if m.group(0).lower() in ENGLISH_REFERENCES]
+    if not words:
+        return []
+    first = words[0]
+    before = question[: first.start()]
+    possessive = first.group(0).lower() in {"its", "his", "her", "their"}
+    introduced = "," in before and re.search(r"\b(a|an)\s+\w+", before.split(",")[0], re.IGNORECASE)
+    if introduced or (possessive and _english_candidates(before)):
+        return []
+    return [m.group(0) for m in words]
+
+
+def _named_before(question: str, position: int) -> bool:
+    """True when a name (a Latin word run or quoted term) precedes ``position``."""
+    before = question[:position]
+    return bool(re.search(r"[“\"《「][^”\"》」]+[”\"》」]", before))
 
 
 def needs_context(question: str) -> bool:
@@ -72,20 +97,14 @@ def own_content_terms(question: str) -> list[str]:
     ]
 
 
-def subject_candidates(question: str) -> list[str]:
-    """Phrases the question may be about: runs of capitalised words (with "of", "the"...
-    inside) for English; runs of Chinese text between function words for Chinese."""
-    if is_cjk_text(question):
-        return _chinese_candidates(question)
-    return _english_candidates(question)
-
-
 def _english_candidates(question: str) -> list[str]:
     words = _ENGLISH_WORD.findall(question)
     found, run = [], []
     for index, word in enumerate(words):
         clean = word.strip(".'’")
-        capital = clean[:1].isupper() and not (index == 0 and clean.lower() in QUESTION_WORDS)
+        initial_common = index == 0 and (clean.lower() in QUESTION_WORDS or clean.lower() in _OPENING_WORDS
+                                         or clean.lower() in ENGLISH_STOPWORDS)
+        capital = clean[:1].isupper() and not initial_common
         if capital or (run and clean.lower() in _CONNECTORS):
             run.append(clean)
             continue
@@ -111,21 +130,56 @@ def _close(run: list[str]) -> list[str]:
     return [" ".join(run)] if run else []
 
 
-def _chinese_candidates(question: str) -> list[str]:
-    found = []
+def _chinese_candidates(question: str, evidence: str = "") -> list[str]:
+    """Latin names, plus the longest pieces of the question that the evidence repeats
+    (names are cut wrongly by word segmentation, but appear verbatim in their passage);
+    without evidence, runs of words between function words."""
+    found = [run for run in re.findall(r"[A-Za-z0-9][A-Za-z0-9 .&-]*[A-Za-z0-9]", question)
+             if any(ch.isalpha() for ch in run)]
     for run in _CJK_RUN.findall(question):
-        words = chinese_words(run)
-        current = ""
-        for word in words:
-            if word in CHINESE_STOPWORDS or word in _CJK_QUESTION_PIECES or word in CHINESE_REFERENCES:
-                if len(current) >= 2:
-                    found.append(current)
-                current = ""
-            else:
-                current += word
-        if len(current) >= 2:
-            found.append(current)
+        pieces = _common_pieces(run, evidence) if evidence else _word_runs(run)
+        found.extend(piece for piece in (_trim(p) for p in pieces)
+                     if len(piece) >= 2 and not set(piece) <= _TIME_AND_FUNCTION_CHARS)
     return list(dict.fromkeys(found))
+
+
+_TIME_AND_FUNCTION_CHARS = frozenset("年月日至时分秒号的了在是和与及或等个中上下前后之其")
+
+
+def _common_pieces(run: str, evidence: str) -> list[str]:
+    """Maximal substrings of ``run`` found in ``evidence``, left to right."""
+    pieces, start = [], 0
+    while start < len(run):
+        end = start + 1
+        if run[start] not in evidence:
+            start += 1
+            continue
+        while end < len(run) and run[start : end + 1] in evidence:
+            end += 1
+        pieces.append(run[start:end])
+        start = end
+    return pieces
+
+
+def _word_runs(run: str) -> list[str]:
+    pieces, current = [], ""
+    for word in chinese_words(run):
+        if word in CHINESE_STOPWORDS or word in _CJK_QUESTION_PIECES or word in CHINESE_REFERENCES:
+            pieces.append(current)
+            current = ""
+        else:
+            current += word
+    return pieces + [current]
+
+
+def _trim(piece: str) -> str:
+    """A Chinese piece without function words at its ends ("的", "是", "在"...)."""
+    words = chinese_words(piece)
+    while words and (words[0] in _CJK_QUESTION_PIECES or words[0] in CHINESE_STOPWORDS):
+        words = words[1:]
+    while words and (words[-1] in _CJK_QUESTION_PIECES or words[-1] in CHINESE_STOPWORDS):
+        words = words[:-1]
+    return "".join(words)
 
 
 _CJK_QUESTION_PIECES = frozenset(
@@ -134,45 +188,33 @@ _CJK_QUESTION_PIECES = frozenset(
 )
 
 
-def _substrings_in(candidate: str, evidence: str) -> str:
-    """The longest part of a Chinese candidate that the evidence contains (names are
-    often followed by words the passage does not repeat)."""
-    if not evidence or candidate in evidence:
-        return candidate
-    for size in range(len(candidate) - 1, 1, -1):
-        for start in range(0, len(candidate) - size + 1):
-            piece = candidate[start : start + size]
-            if piece in evidence:
-                return piece
-    return candidate
-
-
 def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None) -> str:
-    """The phrase ``question`` is most likely about: rare in the knowledge base, present in
-    the evidence (the passage that answered it), and early in the question."""
-    candidates = subject_candidates(question)
-    if is_cjk_text(question):
-        candidates = list(dict.fromkeys(_substrings_in(c, evidence) for c in candidates))
+    """The phrase ``question`` is most likely about: rare in the knowledge base, repeated in
+    the evidence (the passage that answered it, which is about its subject), early in the
+    question."""
+    cjk = is_cjk_text(question)
+    candidates = _chinese_candidates(question, evidence) if cjk else _english_candidates(question)
     if not candidates:
         return ""
     measure = rarity or (lambda phrase: float(len(phrase)))
     lowered_evidence = evidence.lower()
 
-    def score(item: tuple[int, str]) -> float:
-        position, phrase = item
-        present = 1.0 if phrase.lower() in lowered_evidence else 0.0
-        return measure(phrase) * (1.0 + 0.5 * present) / (1.0 + 0.15 * position)
+    def score(phrase: str) -> float:
+        repeats = lowered_evidence.count(phrase.lower()) if evidence else 0
+        where = max(question.lower().find(phrase.lower()), 0) / max(len(question), 1)
+        return measure(phrase) * (1.0 + math.log1p(repeats)) / (1.0 + 0.5 * where)
 
-    return max(enumerate(candidates), key=score)[1]
+    return max(candidates, key=score)
 
 
 def substitute(question: str, subject: str) -> str:
     """``question`` with its references replaced by ``subject`` (unchanged when it has none)."""
     if is_cjk_text(question):
-        for ref in CHINESE_REFERENCES:
-            if ref in question:
-                replacement = subject + ("的" if ref.endswith("的") or ref == "其" else "")
-                return question.replace(ref, replacement, 1)
+        words = chinese_words(question)
+        for index, word in enumerate(words):
+            if word in CHINESE_REFERENCES:
+                words[index] = subject + ("的" if word == "其" else "")
+                return "".join(words)
         return question
 
     def replace(match: re.Match) -> str:

@@ -28,11 +28,21 @@ class Reply:
     usage: dict | None = field(default_factory=lambda: {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49})
 
 
+def structured(**fields) -> Reply:
+    """A reply carrying JSON, as a server answers a request with a ``response_format``."""
+    return Reply(json.dumps(fields))
+
+
 def default_responder(body: dict) -> Reply:
-    """Rewrites get a fixed standalone question; answers cite source 1 and a bogus 9."""
+    """Rewrites get a fixed standalone question, grades say "sufficient", answers cite
+    source 1 (true) and a bogus 9 (invented)."""
     system = body["messages"][0]["content"]
     if "standalone question" in system:
-        return Reply("What are the main features of LangGraph?")
+        return structured(standalone_question="What are the main features of LangGraph?")
+    if "judge whether the passages" in system:
+        return structured(sufficient=True, reason="passage 1 describes it")
+    if "search query" in system:
+        return structured(standalone_question="LangGraph features")
     return Reply("LangGraph builds stateful agents [1]. It also flies to the moon [9].")
 
 
@@ -131,7 +141,8 @@ class ScriptedOpenAIServer:
                         return
                     if reply.chunk_delay_s:
                         time.sleep(reply.chunk_delay_s)
-                    chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    delta = {"role": "assistant", "content": piece} if number == 0 else {"content": piece}
+                    chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                 done = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}

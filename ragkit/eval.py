@@ -1,14 +1,21 @@
 """Quality harness over SQuAD-format QA files (``python -m ragkit eval PATH [--json]``).
 
 A fresh knowledge base is built in a temporary data dir (never the user's); every
-passage is ingested as its own document through the normal ingest path and every
-question goes through the normal search path. A hit at k means a chunk of the
-question's passage is among the first k results.
+passage is ingested as its own document through the normal ingest path.
+
+- default: every question through the normal search path; a hit at k means a passage
+  of the question's document is among the first k results (``--answers`` also scores
+  the extractive answer on the passages the chat graph answers from);
+- ``--unanswerable``: half the articles indexed, every question asked through the chat
+  graph: does it answer what the documents hold and say "not found" for the rest?
+- ``--dialogues FILE``: two-turn dialogues through the chat graph: does a follow-up
+  ("what are its features?") find the same passage as its standalone form?
 """
 
 from __future__ import annotations
 
 import json
+import random
 import statistics
 import tempfile
 import time
@@ -17,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
+
+SPLIT_SEED = 2026
 
 
 @dataclass
@@ -71,6 +80,65 @@ def retrieval_metrics(ranked_passages: list[list[int]], gold: list[int]) -> dict
     }
 
 
+def articles_of(path: str | Path) -> list[list[int]]:
+    """The passage indexes of each article, in file order."""
+    payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    articles, index = [], 0
+    for article in payload["data"]:
+        articles.append(list(range(index, index + len(article["paragraphs"]))))
+        index += len(article["paragraphs"])
+    return articles
+
+
+def unanswerable_split(articles: list[list[int]], seed: int = SPLIT_SEED) -> set[int]:
+    """The passages kept when half the articles are removed (shuffled with a fixed seed);
+    a one-article set is split by its paragraphs, which makes the removed ones hard
+    negatives (same topic, different facts)."""
+    units = articles if len(articles) > 1 else [[index] for index in articles[0]]
+    order = list(range(len(units)))
+    random.Random(seed).shuffle(order)
+    return {index for unit in order[: (len(order) + 1) // 2] for index in units[unit]}
+
+
+class EvalBase:
+    """A throwaway knowledge base holding some passages of an eval set, one document each."""
+
+    def __init__(self, settings: Settings | None, tmp: str, embedder=None):
+        from .kb import KnowledgeBase
+
+        base = settings or Settings()
+        self.settings = base.model_copy(update={"data_dir": Path(tmp), "chroma_url": None, "collection": "eval"})
+        self.kb = KnowledgeBase(self.settings, embedder=embedder)
+        self.passage_of: dict[str, int] = {}
+
+    def ingest(self, passages: list[str], indexes: list[int], report) -> float:
+        """Add the passages with these indexes; returns the seconds it took."""
+        from .kb import IngestItem
+
+        started = time.perf_counter()
+        items = [IngestItem.of(passages[i].encode("utf-8"), f"passage-{i:05d}.txt",
+                               progress=_counter(report, "ingest", len(indexes))) for i in indexes]
+        for index, result in zip(indexes, self.kb.ingest_many(items)):
+            if result.document is not None:
+                self.passage_of[result.document.id] = index
+        return time.perf_counter() - started
+
+    def ranking(self, hits) -> list[int]:
+        """Passage indexes of the hits, best first, each once."""
+        ranked: list[int] = []
+        for hit in hits:
+            passage = self.passage_of.get(hit.doc_id)
+            if passage is not None and passage not in ranked:
+                ranked.append(passage)
+        return ranked
+
+    def engine(self):
+        """A chat engine over this knowledge base (its own sessions database)."""
+        from .chat import ChatEngine
+
+        return ChatEngine(self.settings, self.kb)
+
+
 def run_eval(
     path: str | Path,
     settings: Settings | None = None,
@@ -80,52 +148,114 @@ def run_eval(
     embedder=None,
 ) -> dict:
     """Build a throwaway knowledge base from the file and measure retrieval (and answers)."""
-    from .kb import IngestItem, KnowledgeBase
-
-    passages, items = read_squad(path)
-    if limit:
-        items = items[:limit]
+    passages, questions = read_squad(path)
+    questions = questions[:limit] if limit else questions
     report = progress or (lambda stage, done, total: None)
     with tempfile.TemporaryDirectory(prefix="ragkit-eval-") as tmp:
-        base = settings or Settings()
-        eval_settings = base.model_copy(update={"data_dir": Path(tmp), "chroma_url": None, "collection": "eval"})
-        kb = KnowledgeBase(eval_settings, embedder=embedder)
-        started = time.perf_counter()
-        doc_to_passage: dict[str, int] = {}
-        items = [IngestItem.of(passage.encode("utf-8"), f"passage-{index:05d}.txt",
-                               progress=_counter(report, "ingest", len(passages)))
-                 for index, passage in enumerate(passages)]
-        for index, result in enumerate(kb.ingest_many(items)):
-            if result.document is not None:
-                doc_to_passage[result.document.id] = index
-        ingest_seconds = time.perf_counter() - started
+        base = EvalBase(settings, tmp, embedder)
+        ingest_seconds = base.ingest(passages, list(range(len(passages))), report)
         rankings, latencies = [], []
-        for number, item in enumerate(items):
+        for number, item in enumerate(questions):
             t0 = time.perf_counter()
-            hits = kb.search(item.question, k=10)
+            hits = base.kb.search(item.question, k=10)
             latencies.append((time.perf_counter() - t0) * 1000)
-            ranking: list[int] = []
-            for hit in hits:
-                passage = doc_to_passage.get(hit.doc_id)
-                if passage is not None and passage not in ranking:
-                    ranking.append(passage)
-            rankings.append(ranking)
-            report("search", number + 1, len(items))
+            rankings.append(base.ranking(hits))
+            report("search", number + 1, len(questions))
         summary = {
             "dataset": Path(path).name,
             "passages": len(passages),
-            "questions": len(items),
-            "chunks": kb.passage_count(),
-            **retrieval_metrics(rankings, [item.passage_index for item in items]),
+            "questions": len(questions),
+            "chunks": base.kb.passage_count(),
+            **retrieval_metrics(rankings, [item.passage_index for item in questions]),
             "search_p50_ms": round(percentile(latencies, 0.5), 2),
             "search_p95_ms": round(percentile(latencies, 0.95), 2),
             "ingest_seconds": round(ingest_seconds, 2),
-            "embedding_model": kb.embedder.name,
+            "embedding_model": base.kb.embedder.name,
         }
         if with_answers:
-            summary.update(answer_metrics(kb, items, report))
-        kb.close()
+            summary.update(answer_metrics(base.kb, questions, report))
+        base.kb.close()
     return summary
+
+
+def run_unanswerable(path: str | Path, settings: Settings | None = None, limit: int | None = None,
+                     progress: Callable[[str, int, int], None] | None = None, embedder=None) -> dict:
+    """Index half the set (see ``unanswerable_split``), ask every question through the chat
+    graph, and count answers on kept passages and "not found" on removed ones."""
+    passages, questions = read_squad(path)
+    questions = [q for q in questions if q.question.strip()][:limit] if limit else \
+        [q for q in questions if q.question.strip()]
+    kept = unanswerable_split(articles_of(path))
+    report = progress or (lambda stage, done, total: None)
+    answered = abstained = answerable = contains = 0
+    with tempfile.TemporaryDirectory(prefix="ragkit-eval-") as tmp:
+        base = EvalBase(settings, tmp, embedder)
+        base.ingest(passages, sorted(kept), report)
+        engine = base.engine()
+        for number, item in enumerate(questions):
+            turn = engine.ask(f"u{number}", item.question)
+            if item.passage_index in kept:
+                answerable += 1
+                if turn.found:
+                    answered += 1
+                    contains += any(gold in turn.answer for gold in item.answers)
+            else:
+                abstained += not turn.found
+            report("ask", number + 1, len(questions))
+        base.kb.close()
+    unanswerable = len(questions) - answerable
+    answer_rate = answered / max(answerable, 1)
+    abstain_rate = abstained / max(unanswerable, 1)
+    return {
+        "dataset": Path(path).name, "questions": len(questions), "kept_passages": len(kept),
+        "answerable": answerable, "unanswerable": unanswerable,
+        "answer_rate_answerable": round(answer_rate, 4), "abstain_rate_unanswerable": round(abstain_rate, 4),
+        "abstain_balanced": round((answer_rate + abstain_rate) / 2, 4),
+        "answer_contains": round(contains / max(answered, 1), 4),
+    }
+
+
+def run_dialogues(path: str | Path, dialogues: str | Path, settings: Settings | None = None,
+                  limit: int | None = None, progress: Callable[[str, int, int], None] | None = None,
+                  embedder=None) -> dict:
+    """Two-turn dialogues, each in a fresh session: is turn 2's passage in the top 5 when
+    asked as a follow-up, and when its standalone form is asked alone?"""
+    passages, _ = read_squad(path)
+    payload = json.loads(Path(dialogues).read_text(encoding="utf-8"))
+    items = payload["dialogues"][:limit] if limit else payload["dialogues"]
+    report = progress or (lambda stage, done, total: None)
+    hits: dict[tuple[str, str], list[bool]] = {}
+    rewrite_ms = []
+    with tempfile.TemporaryDirectory(prefix="ragkit-eval-") as tmp:
+        base = EvalBase(settings, tmp, embedder)
+        base.ingest(passages, list(range(len(passages))), report)
+        engine = base.engine()
+        for number, dialogue in enumerate(items):
+            first, second = dialogue["turns"]
+            engine.ask(f"d{number}", first["question"])
+            follow = engine.ask(f"d{number}", second["question"])
+            alone = engine.ask(f"s{number}", second.get("standalone") or second["question"])
+            rewrite_ms.append(follow.timings.get("contextualize_ms", 0.0))
+            target = second["passage_index"]
+            for mode, turn in (("asked", follow), ("standalone", alone)):
+                ranked = base.ranking(turn.sources or turn.closest)
+                hits.setdefault((dialogue["kind"], mode), []).append(target in ranked[:5])
+            report("dialogue", number + 1, len(items))
+        base.kb.close()
+
+    def rate(kind: str, mode: str) -> float:
+        values = hits.get((kind, mode), [])
+        return round(sum(values) / max(len(values), 1), 4)
+
+    standalone = [v for (kind, mode), values in hits.items() if mode == "standalone" for v in values]
+    return {
+        "dataset": Path(dialogues).name, "dialogues": len(items),
+        "follow_up_hit_at_5": rate("follow_up", "asked"), "switch_hit_at_5": rate("switch", "asked"),
+        "standalone_hit_at_5": round(sum(standalone) / max(len(standalone), 1), 4),
+        "follow_up_standalone_hit_at_5": rate("follow_up", "standalone"),
+        "switch_standalone_hit_at_5": rate("switch", "standalone"),
+        "rewrite_ms_p50": round(percentile(rewrite_ms, 0.5), 2),
+    }
 
 
 def _counter(report, stage: str, total: int):

@@ -18,6 +18,7 @@ from pathlib import Path
 from sqlalchemy import Connection, text
 
 from .citations import Source
+from .contextualize import Exchange
 from .render import escape_line, safe_answer_markdown
 from .db import DatabaseUnreadable, apply_migrations, open_database, read, write
 from .text import count_tokens
@@ -44,11 +45,33 @@ def _sessions_and_turns(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, id)"))
 
 
-MIGRATIONS = [_sessions_and_turns]
+def _traces_and_model_choice(conn: Connection) -> None:
+    """Version 2: how each answer was reached (trace), whether it was found (and the
+    closest passages when not), and the model chosen per conversation."""
+    conn.execute(text("ALTER TABLE turns ADD COLUMN found INTEGER NOT NULL DEFAULT 1"))
+    conn.execute(text("ALTER TABLE turns ADD COLUMN closest TEXT NOT NULL DEFAULT '[]'"))
+    conn.execute(text("ALTER TABLE turns ADD COLUMN trace TEXT NOT NULL DEFAULT '[]'"))
+    conn.execute(text("ALTER TABLE sessions ADD COLUMN model TEXT"))
+
+
+MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice]
 
 
 class SessionError(ValueError):
     """A bad session id or a session that does not exist."""
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One decision on the way to an answer, in words: ("Graded the evidence", "passage 1
+    contains 80% of the question's key words: sufficient")."""
+
+    step: str
+    detail: str
+
+    def to_dict(self) -> dict:
+        """Plain dict for storage."""
+        return {"step": self.step, "detail": self.detail}
 
 
 @dataclass
@@ -58,7 +81,7 @@ class Turn:
     question: str
     standalone_question: str
     answer: str
-    mode: str  # "extractive" or "llm"
+    mode: str  # "extractive", "llm" or "not_found"
     model: str = ""
     sources: list[Source] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
@@ -67,11 +90,16 @@ class Turn:
     filters: dict = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
     id: int | None = None
+    found: bool = True  # False: the documents do not answer it; ``closest`` shows what came nearest
+    closest: list[Source] = field(default_factory=list)
+    trace: list[TraceStep] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """Plain dict (sources as dicts) for JSON export."""
+        """Plain dict (sources and trace as dicts) for JSON export."""
         data = asdict(self)
         data["sources"] = [source.to_dict() for source in self.sources]
+        data["closest"] = [source.to_dict() for source in self.closest]
+        data["trace"] = [step.to_dict() for step in self.trace]
         return data
 
 
@@ -178,6 +206,20 @@ class HistoryManager:
             conn.execute(text("DELETE FROM turns WHERE session_id = :id"), {"id": session_id})
             conn.execute(text("DELETE FROM sessions WHERE id = :id"), {"id": session_id})
 
+    def session_model(self, session_id: str) -> str | None:
+        """The model chosen for this conversation (None: the default)."""
+        rows = self._query("SELECT model FROM sessions WHERE id = :id", {"id": validate_session_id(session_id)})
+        return rows[0]["model"] if rows else None
+
+    def set_session_model(self, session_id: str, model_id: str) -> None:
+        """Remember the model chosen for this conversation (creating it if needed)."""
+        validate_session_id(session_id)
+        stamp = time.time()
+        with write(self._engine) as conn:
+            conn.execute(text("INSERT INTO sessions(id, title, created_at, updated_at, model) VALUES "
+                              "(:id, '', :t, :t, :m) ON CONFLICT(id) DO UPDATE SET model = :m"),
+                         {"id": session_id, "t": stamp, "m": model_id})
+
     # ----- turns -------------------------------------------------------------------
 
     def turns(self, session_id: str) -> list[Turn]:
@@ -200,14 +242,18 @@ class HistoryManager:
             )
             result = conn.execute(
                 text("INSERT INTO turns(session_id, question, standalone_question, answer, mode, model, sources, "
-                     "timings, usage, error, filters, created_at) VALUES (:session, :question, :standalone, "
-                     ":answer, :mode, :model, :sources, :timings, :usage, :error, :filters, :created)"),
+                     "timings, usage, error, filters, created_at, found, closest, trace) VALUES (:session, :question, "
+                     ":standalone, :answer, :mode, :model, :sources, :timings, :usage, :error, :filters, :created, "
+                     ":found, :closest, :trace)"),
                 {
                     "session": session_id, "question": turn.question, "standalone": turn.standalone_question,
                     "answer": turn.answer, "mode": turn.mode, "model": turn.model,
                     "sources": json.dumps([s.to_dict() for s in turn.sources], ensure_ascii=False),
                     "timings": json.dumps(turn.timings), "usage": json.dumps(turn.usage), "error": turn.error,
                     "filters": json.dumps(turn.filters, ensure_ascii=False), "created": turn.created_at,
+                    "found": int(turn.found),
+                    "closest": json.dumps([s.to_dict() for s in turn.closest], ensure_ascii=False),
+                    "trace": json.dumps([step.to_dict() for step in turn.trace], ensure_ascii=False),
                 },
             )
             conn.execute(
@@ -218,17 +264,19 @@ class HistoryManager:
         turn.id = result.lastrowid
         return turn
 
-    def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int) -> list[tuple[str, str]]:
-        """The last (question, answer) pairs that fit ``max_turns`` and ``max_tokens``, oldest first."""
+    def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int) -> list[Exchange]:
+        """The last turns that fit ``max_turns`` and ``max_tokens``, oldest first, as the
+        graph sees them: standalone question, answer, and the passage it came from."""
         if not self.exists(session_id):
             return []
-        picked: list[tuple[str, str]] = []
+        picked: list[Exchange] = []
         used = 0
         for turn in reversed(self.turns(session_id)[-max_turns:] if max_turns else []):
             cost = count_tokens(turn.question) + count_tokens(turn.answer)
             if picked and used + cost > max_tokens:
                 break
-            picked.insert(0, (turn.standalone_question or turn.question, turn.answer))
+            evidence = (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else ""
+            picked.insert(0, Exchange(turn.standalone_question or turn.question, turn.answer, evidence))
             used += cost
         return picked
 
@@ -293,4 +341,7 @@ def _turn(row) -> Turn:
         filters=json.loads(row["filters"]),
         created_at=row["created_at"],
         id=row["id"],
+        found=bool(row["found"]),
+        closest=[Source.from_dict(item) for item in json.loads(row["closest"])],
+        trace=[TraceStep(**item) for item in json.loads(row["trace"])],
     )

@@ -1,32 +1,37 @@
-"""Background indexing of uploaded files, one at a time, on a worker thread.
+"""Background indexing of uploaded files on a worker thread, batch by batch.
 
 Streamlit stops a script run when the user leaves the page; indexing inside that run
-would then be rolled back and the upload silently lost. Uploads are therefore handed
-to this queue, which keeps working whatever the page does, and the page only shows
-the progress and results of its own jobs.
+would then be rolled back and the upload silently lost. Uploads (and the sample
+documents) are therefore handed to this queue, which keeps working whatever the page
+does, and the page only shows the progress and results of its own jobs.
+
+The files waiting when the worker becomes free are taken together, as one batch, to
+``KnowledgeBase.ingest_many``: they are embedded together, while each keeps its own
+progress and its own result.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .kb import IngestResult, Progress
+from .kb import IngestItem, IngestResult
 
 log = logging.getLogger(__name__)
-Ingest = Callable[[str, bytes, list[str], Progress], IngestResult]
+IngestMany = Callable[[list[IngestItem]], list[IngestResult]]
+MAX_BATCH_FILES = 64
 
 
 @dataclass
 class IngestJob:
-    """One uploaded file: where its indexing stands and, once done, its result."""
+    """One queued file: where its indexing stands and, once done, its result."""
 
     filename: str
-    data: bytes = field(repr=False)
+    data: bytes | Path = field(repr=False)  # the uploaded bytes, or a file on disk (the samples)
     tags: list[str]
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     stage: str = "waiting"
@@ -39,27 +44,43 @@ class IngestJob:
         """True once the file was added, found unchanged or refused."""
         return self.finished.is_set()
 
+    def report(self, stage: str, fraction: float) -> None:
+        """Progress callback for the indexer."""
+        self.stage, self.fraction = stage, min(max(fraction, 0.0), 1.0)
+
+    def item(self) -> IngestItem:
+        """The indexer's view of this file."""
+        return IngestItem.of(self.data, self.filename, tags=self.tags, progress=self.report)
+
 
 class IngestQueue:
-    """Runs ``ingest(filename, data, tags, progress)`` for submitted files in order."""
+    """Runs ``ingest_many(items)`` on a worker thread for the files submitted, in order."""
 
-    def __init__(self, ingest: Ingest):
-        self._ingest = ingest
-        self._pending: queue.Queue[IngestJob] = queue.Queue()
+    def __init__(self, ingest_many: IngestMany, max_batch: int = MAX_BATCH_FILES):
+        self._ingest_many = ingest_many
+        self._max_batch = max_batch
+        self._waiting: list[IngestJob] = []
         self._jobs: dict[str, IngestJob] = {}
         self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)
         self._worker: threading.Thread | None = None  # started by the first submit
 
-    def submit(self, filename: str, data: bytes, tags: list[str] | None = None) -> IngestJob:
-        """Queue one file; returns its job at once."""
-        job = IngestJob(filename, data, list(tags or []))
-        with self._lock:
-            self._jobs[job.id] = job
+    def submit(self, filename: str, data: bytes | Path, tags: list[str] | None = None) -> IngestJob:
+        """Queue one file (bytes, or a path); returns its job at once."""
+        return self.submit_many([(filename, data, tags or [])])[0]
+
+    def submit_many(self, files: Iterable[tuple[str, bytes | Path, list[str]]]) -> list[IngestJob]:
+        """Queue several files at once (so they are indexed as one batch); their jobs, in order."""
+        jobs = [IngestJob(filename, data, list(tags or [])) for filename, data, tags in files]
+        with self._wakeup:
+            for job in jobs:
+                self._jobs[job.id] = job
+            self._waiting.extend(jobs)
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="ragkit-ingest", daemon=True)
                 self._worker.start()
-        self._pending.put(job)
-        return job
+            self._wakeup.notify()
+        return jobs
 
     def jobs(self, ids: list[str]) -> list[IngestJob]:
         """The jobs with these ids, in the given order (unknown ids are skipped)."""
@@ -67,7 +88,7 @@ class IngestQueue:
             return [self._jobs[job_id] for job_id in ids if job_id in self._jobs]
 
     def forget(self, ids: list[str]) -> None:
-        """Drop finished jobs whose results have been shown (frees their bytes)."""
+        """Drop finished jobs whose results have been shown."""
         with self._lock:
             for job_id in ids:
                 job = self._jobs.get(job_id)
@@ -80,19 +101,28 @@ class IngestQueue:
 
     def _work(self) -> None:
         while True:
-            job = self._pending.get()
-            self._run(job)
+            with self._wakeup:
+                while not self._waiting:
+                    self._wakeup.wait()
+                batch = self._waiting[: self._max_batch]
+                del self._waiting[: len(batch)]
+            self._run(batch)
 
-    def _run(self, job: IngestJob) -> None:
-        def report(stage: str, fraction: float) -> None:
-            job.stage, job.fraction = stage, min(max(fraction, 0.0), 1.0)
-
+    def _run(self, batch: list[IngestJob]) -> None:
         try:
-            job.result = self._ingest(job.filename, job.data, job.tags, report)
-        except Exception as exc:  # the store rolled the file back; say so instead of losing it
-            log.exception("indexing %s failed", job.filename)
-            job.result = IngestResult(job.filename, "refused", f"{job.filename}: could not be indexed ({exc})")
-        finally:
+            results = self._ingest_many([job.item() for job in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(f"{len(results)} results for {len(batch)} files")
+        except Exception as exc:
+            if len(batch) > 1:  # an unexpected failure of the batch: each file on its own, so one cannot sink the rest
+                log.exception("indexing a batch of %d files failed; indexing them one by one", len(batch))
+                for job in batch:
+                    self._run([job])
+                return
+            log.exception("indexing %s failed", batch[0].filename)
+            results = [IngestResult(batch[0].filename, "refused", f"{batch[0].filename}: could not be indexed ({exc})")]
+        for job, result in zip(batch, results):
+            job.result = result
             job.data = b""
             job.fraction = 1.0
             job.finished.set()

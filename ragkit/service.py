@@ -7,8 +7,8 @@ from pathlib import Path
 from .chat import ChatEngine
 from .config import Settings
 from .history import HistoryManager
-from .jobs import IngestQueue
-from .kb import IngestItem, IngestResult, KnowledgeBase, Progress
+from .jobs import IngestJob, IngestQueue
+from .kb import KnowledgeBase
 from .loaders import SUPPORTED_TYPES
 
 
@@ -22,7 +22,7 @@ class RagService:
             self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
         self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
         self.engine = ChatEngine(settings, self.kb, self.history)
-        self.uploads = IngestQueue(self.ingest_upload)  # indexing that survives leaving the page
+        self.uploads = IngestQueue(self.kb.ingest_many)  # indexing that survives leaving the page
 
     def sample_files(self) -> list[Path]:
         """The demo documents shipped in data/samples/."""
@@ -31,18 +31,6 @@ class RagService:
             return []
         return sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_TYPES)
 
-    def load_samples(self, progress: Progress | None = None) -> list[IngestResult]:
-        """Ingest the sample documents (tagged 'sample')."""
-        files = self.sample_files()
-        items = []
-        for number, path in enumerate(files):
-            def report(stage: str, fraction: float, number=number, path=path) -> None:
-                if progress:
-                    progress(f"{path.name}: {stage}", (number + fraction) / max(len(files), 1))
-            items.append(IngestItem.of(path, tags=["sample"], progress=report))
-        return self.kb.ingest_many(items)
-
-    def ingest_upload(self, filename: str, data: bytes, tags: list[str] | None = None,
-                      progress: Progress | None = None) -> IngestResult:
-        """Add one uploaded file."""
-        return self.kb.ingest(data, filename=filename, tags=tags or [], progress=progress)
+    def queue_samples(self) -> list[IngestJob]:
+        """Send the sample documents (tagged 'sample') to the upload queue, as one batch."""
+        return self.uploads.submit_many([(path.name, path, ["sample"]) for path in self.sample_files()])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import pandas as pd
 
-from .history import HistoryManager
+from .history import HistoryManager, SessionInfo
 from .kb import KnowledgeBase
 
 
@@ -99,3 +100,20 @@ def overview(kb: KnowledgeBase, history: HistoryManager) -> Overview:
         questions=len(turns),
         median_latency_ms=float(turns["latency_ms"].median()) if not turns.empty else 0.0,
     )
+
+
+def conversation_labels(sessions: list[SessionInfo]) -> dict[str, str]:
+    """A label per conversation that tells it apart: its title, plus its start time when
+    another conversation has the same title (and a number when even that repeats)."""
+    titles = {info.id: info.title.strip() or "Untitled conversation" for info in sessions}
+    repeated = {title for title in titles.values() if list(titles.values()).count(title) > 1}
+    labels: dict[str, str] = {}
+    for info in sorted(sessions, key=lambda s: (s.created_at, s.id)):
+        label = titles[info.id]
+        if label in repeated:
+            label = f"{label} · {datetime.fromtimestamp(info.created_at):%b %d %H:%M}"
+        base, number = label, 2
+        while label in labels.values():
+            label, number = f"{base} ({number})", number + 1
+        labels[info.id] = label
+    return labels

@@ -97,10 +97,10 @@ def test_runaway_stream_is_cut_at_the_token_limit(settings, docs):
     "reply, message",
     [
         (Reply(status=500), "internal error (500)"),
-        (Reply(status=401), "rejected the API key (401)"),
+        (Reply(status=401), "rejected the API key in OPENAI_API_KEY (401)"),
         (Reply(status=429), "rate-limiting"),
         (Reply("LangGraph builds stateful agents and much more text", break_after_chunks=3), "broke off"),
-        (Reply("slow", delay_s=5), "did not answer within"),
+        (Reply("slow", delay_s=5), "sent nothing in time (waited 3 s)"),
     ],
 )
 def test_model_failures_fall_back_to_the_extractive_answer(settings, docs, reply, message):
@@ -136,15 +136,18 @@ def test_model_continuing_the_prompt_is_cut_off(settings, docs):
     assert turn.answer == "LangGraph builds stateful agents [1]."
 
 
-def test_rewrite_is_capped_for_servers_that_ignore_max_tokens(settings, docs):
+def test_a_rewrite_that_is_not_the_asked_structure_is_replaced_and_the_trace_says_so(settings, docs):
     def responder(body):
         if "standalone question" in body["messages"][0]["content"]:
-            return Reply("What are the main features of LangGraph?" + " and more" * 2000, chunk_chars=5)
+            return Reply("What are the main features of LangGraph?" + " and more" * 2000)
         return default_responder(body)
 
     with ScriptedOpenAIServer(responder) as server:
         engine = ChatEngine(llm_settings(settings, server.base_url), docs)
         engine.ask("cap", "What is LangGraph?")
         turn = engine.ask("cap", "What are its main features?")
-    assert turn.standalone_question.startswith("What are the main features of LangGraph?")
-    assert len(turn.standalone_question) < 500
+        rewrite_request = server.chat_requests("rewrite")[-1]
+    assert turn.standalone_question == "What are LangGraph's main features?"  # the offline rewrite
+    rewrote = next(s for s in turn.trace if s.step == "Rewrote the follow-up")
+    assert "the model's rewrite failed" in rewrote.detail and "used the offline rewrite" in rewrote.detail
+    assert rewrite_request["max_tokens"] == 200 and rewrite_request["max_completion_tokens"] == 200

@@ -62,9 +62,11 @@ def test_turn_records_timings_and_sources(engine):
 def test_stream_yields_tokens_then_done(engine):
     events = list(engine.stream("s2", "When does the kitchen serve breakfast?"))
     tokens = [e["text"] for e in events if e["type"] == "token"]
-    assert len(tokens) > 1
+    assert tokens and all(token.rstrip().endswith("]") for token in tokens)  # sentence by sentence, each cited
     assert events[-1]["type"] == "done"
     assert "".join(tokens) == events[-1]["turn"].answer
+    sources_at = next(i for i, e in enumerate(events) if e["type"] == "sources")
+    assert sources_at < next(i for i, e in enumerate(events) if e["type"] == "token")  # sources come first
 
 
 @pytest.mark.parametrize("question", ["", "   ", "？？？", "...!!!"])
@@ -112,7 +114,8 @@ def test_history_for_prompts_is_trimmed_but_storage_is_whole(engine):
     for n in range(6):
         engine.ask("long", f"What was the revenue in quarter {n}?")
     recent = engine.history.recent_exchanges("long", max_turns=3, max_tokens=10_000)
-    assert len(recent) == 3 and recent[-1][0].endswith("quarter 5?")
+    assert len(recent) == 3 and recent[-1].question.endswith("quarter 5?")
+    assert "revenue" in recent[-1].evidence.lower()  # the passage that answered it travels along
     tiny = engine.history.recent_exchanges("long", max_turns=6, max_tokens=5)
     assert len(tiny) == 1
     assert len(engine.history.turns("long")) == 6

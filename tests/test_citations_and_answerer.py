@@ -2,7 +2,6 @@
 
 from ragkit.citations import Source, cited_markers, strip_html, validate_markers
 from ragkit.config import Settings
-from ragkit.contextualize import clean_rewrite, heuristic_rewrite, needs_context
 from ragkit.extractive import extractive_answer
 from ragkit.passages import Hit, Passage
 
@@ -87,20 +86,3 @@ def test_extractive_without_hits_says_so_in_the_question_language():
     assert "could not find" in extractive_answer("How much?", [], Settings()).text
 
 
-def test_follow_up_detection():
-    assert needs_context("What are its main features?")
-    assert needs_context("它几点开放？")
-    assert needs_context("and the price?")
-    assert not needs_context("Who founded Aurora Analytics?")
-    assert not needs_context("青松茶园在哪里？")
-
-
-def test_heuristic_rewrite_carries_previous_subject():
-    history = [("What is LangGraph?", "LangGraph is a library.")]
-    assert heuristic_rewrite("What are its main features?", history) == "What are its main features? (LangGraph)"
-
-
-def test_model_rewrite_is_cleaned_or_replaced():
-    assert clean_rewrite('Standalone question: "What are LangGraph features?"\nExtra', "fb") == "What are LangGraph features?"
-    assert clean_rewrite("  \n ", "fallback?") == "fallback?"
-    assert clean_rewrite("User: [2] What is LangGraph? [/INST] more", "fb") == "What is LangGraph?"

@@ -29,6 +29,7 @@ from ragkit.chunking import chunk_pages
 from ragkit.config import Settings
 from ragkit.contextualize import (
     FOLLOW_UP_OPENERS,
+    Exchange,
     clean_rewrite,
     heuristic_rewrite,
     key_terms,
@@ -238,9 +239,9 @@ LINEAR_CASES = [
     ("chunk_pages, one giant sentence", lambda s: chunk_pages([s]), lambda n: "x" * n, 10000, 1),
     ("needs_context, one CJK run", needs_context, lambda n: "齉" * n, 3000, 75),
     ("key_terms, one CJK run", key_terms, lambda n: "齉" * n, 3000, 70),
-    ("heuristic_rewrite, long questions", lambda s: heuristic_rewrite(s, [(s, "")]),
+    ("heuristic_rewrite, long questions", lambda s: heuristic_rewrite(s, [Exchange(s, "", s)]),
      lambda n: "what about the tower " * (n // 21), 10000, 6),
-    ("clean_rewrite, long rewrite", lambda s: clean_rewrite(s, "fallback"),
+    ("clean_rewrite, long rewrite", clean_rewrite,
      lambda n: "question: " + "a " * (n // 2), 10000, 1),
     ("extractive_answer, Chinese hit of one sentence", lambda s: extractive_answer("门票多少钱？", [hit(s)], SETTINGS),
      lambda n: "门票很大" * (n // 4), 10000, 4),

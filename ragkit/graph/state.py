@@ -1,8 +1,15 @@
-"""The typed state that flows through the graph."""
+"""The typed state that flows through the graph, one question at a time."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+import operator
+from typing import Annotated, TypedDict
+
+from ..citations import Source
+from ..contextualize import Exchange
+from ..history import TraceStep, Turn
+from ..passages import Hit
+from .grading import Grade
 
 
 def merge_dicts(left: dict | None, right: dict | None) -> dict:
@@ -13,18 +20,27 @@ def merge_dicts(left: dict | None, right: dict | None) -> dict:
 class RagState(TypedDict, total=False):
     """One turn of a conversation as it moves through the graph."""
 
+    # input
     session_id: str
     question: str
     filters: dict  # SearchFilters as a dict
-    history: list[tuple[str, str]]  # (question, answer), oldest first, trimmed to budget
+    model_id: str  # the conversation's model choice ("extractive" for offline answers)
+    history: list[Exchange]  # earlier turns, oldest first, trimmed to the prompt budget
+    # contextualize, retrieve, grade, rewrite
     standalone_question: str
-    contextualized_by: str  # "none", "llm" or "heuristic"
-    hits: list[Any]  # passages.Hit
-    sources: list[Any]  # citations.Source
+    query: str  # what the current search round looks for
+    queries: list[str]  # every query searched so far
+    hits: list[Hit]
+    grade: Grade
+    # answer
     answer: str
-    mode: str  # "llm" or "extractive"
+    sources: list[Source]
+    closest: list[Source]
+    found: bool
+    mode: str  # "extractive", "llm" or "not_found"
     model: str
-    error: str
+    error: str  # why the model's answer was replaced, for the user
     usage: Annotated[dict, merge_dicts]
     timings: Annotated[dict, merge_dicts]
-    turn: Any  # history.Turn once recorded
+    trace: Annotated[list[TraceStep], operator.add]
+    turn: Turn

@@ -1,0 +1,95 @@
+"""Checks on what a model wrote, before it is shown or recorded.
+
+A model may continue the prompt instead of answering ("[INST]", "<<SYS>>", a copy of
+the instructions), invent citation numbers, or write sentences its sources do not say.
+``clean_model_answer`` cuts what is not an answer; ``check_support`` judges each sentence
+against the passages it cites: most of its words, and every figure in it, must be there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..citations import MARKER_RE, Source, cited_markers, strip_html
+from ..text import search_tokens, split_sentences
+
+# A model that starts writing these is continuing the prompt, not answering: stop there.
+PROMPT_ECHOES = ("\nQuestion:", "\nSources:", "\nUser:", "<source", "</source>", "[INST]", "[/INST]", "<<SYS>>",
+                 "<</SYS>>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<|eot_id|>",
+                 "<|start_header_id|>", "### Instruction", "### Response")
+MIN_SUPPORT = 0.5
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def cut_prompt_echo(text: str) -> tuple[str, bool]:
+    """The text before the first prompt echo, and whether one was found."""
+    positions = [text.find(marker) for marker in PROMPT_ECHOES if marker in text]
+    if not positions:
+        return text, False
+    return text[: min(positions)], True
+
+
+def echoes_instructions(text: str, instructions: str) -> bool:
+    """True when the answer repeats a sentence of the system prompt."""
+    lines = [line.strip(" -") for line in instructions.splitlines() if len(line.strip(" -")) > 30]
+    return any(line[:40] in text for line in lines)
+
+
+def clean_model_answer(raw: str, instructions: str) -> tuple[str, str]:
+    """(the answer without echoes and HTML, the problem that makes it unusable or "")."""
+    text, _ = cut_prompt_echo(raw)
+    text = strip_html(text).strip()
+    if echoes_instructions(text, instructions):
+        return text, "it repeated the instructions instead of answering"
+    if not MARKER_RE.sub("", text).strip(" .。\n"):
+        return text, "it was empty once prompt markup was removed"
+    return text, ""
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """One sentence of a generated answer and whether its cited passages back it."""
+
+    text: str
+    cited: tuple[int, ...]
+    supported: bool
+    reason: str
+
+
+def check_support(answer: str, sources: list[Source]) -> list[SentenceCheck]:
+    """Judge every sentence: it must cite a source, share most of its words with the cited
+    passages, and every number in it must appear there."""
+    by_number = {source.n: source for source in sources}
+    checks = []
+    for span in split_sentences(answer):
+        cited = tuple(n for n in cited_markers(span.text) if n in by_number)
+        claim = MARKER_RE.sub("", span.text)
+        words = set(search_tokens(claim))
+        if not words:
+            continue
+        if not cited:
+            checks.append(SentenceCheck(span.text, cited, False, "cites no source"))
+            continue
+        passages = " ".join(by_number[n].text for n in cited)
+        present = set(search_tokens(passages))
+        share = len(words & present) / len(words)
+        missing_figures = [f for f in _FIGURE.findall(claim) if f not in passages]
+        if missing_figures:
+            checks.append(SentenceCheck(span.text, cited, False, f"the figure {missing_figures[0]} is not in the source"))
+        elif share < MIN_SUPPORT:
+            checks.append(SentenceCheck(span.text, cited, False, f"only {share:.0%} of its words are in the source"))
+        else:
+            checks.append(SentenceCheck(span.text, cited, True, f"{share:.0%} of its words are in the source"))
+    return checks
+
+
+UNSUPPORTED_FLAG = {"en": " *(not found in the cited passage)*", "zh": " *（引用的段落中没有这句话的依据）*"}
+
+
+def flag_unsupported(answer: str, checks: list[SentenceCheck], language: str) -> str:
+    """The answer with each unsupported sentence marked as such."""
+    for check in checks:
+        if not check.supported and check.text in answer:
+            answer = answer.replace(check.text, check.text + UNSUPPORTED_FLAG[language], 1)
+    return answer

@@ -1,0 +1,114 @@
+"""Judging the retrieved evidence before answering: is the answer likely in these passages?
+
+Offline, the grade is the larger of two measures over the best three passages:
+
+- coverage: the share of the question's informative words (weighted by how rare they
+  are in the knowledge base) that one passage contains; for Chinese, jieba words of the
+  question found in the passage text (partial credit for a long name found in pieces);
+- similarity: the embedding similarity between the question and the closest sentence
+  (English only: the packaged model knows no Chinese).
+
+A question whose subject the knowledge base never mentions ("the population of Quarnova")
+covers little: its rarest word is missing. The thresholds (``grade_threshold_*`` in
+Settings) were calibrated on the shared evaluation sets with ``python -m ragkit eval
+--unanswerable``. A configured model grades instead through structured output; when it
+returns something unusable the offline grade decides and the trace says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from ..extractive import _word_credit, question_words
+from ..passages import Hit
+from ..text import is_cjk_text, search_tokens, split_sentences
+
+PASSAGES_GRADED = 3
+SENTENCES_COMPARED = 12
+
+
+@dataclass(frozen=True)
+class Grade:
+    """How well the evidence answers the question, and who judged it."""
+
+    score: float
+    threshold: float
+    by: str  # "offline", "model", or "offline (model output unusable)"
+    reason: str
+
+    @property
+    def sufficient(self) -> bool:
+        """True when the evidence is good enough to answer from."""
+        return self.score >= self.threshold
+
+
+class EvidenceVerdict(BaseModel):
+    """What a model is asked to return when it grades the evidence."""
+
+    sufficient: bool = Field(description="true if the passages contain the answer to the question")
+    reason: str = Field(description="one short sentence: what in the passages answers it, or what is missing")
+
+
+def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
+    """The best share of the question's IDF-weighted words one passage contains, and
+    the index of that passage."""
+    if not hits:
+        return 0.0, -1
+    if is_cjk_text(question):
+        words = question_words(question)
+        weights = {word: _word_idf(word, idf) for word in words}
+        mass = sum(weights.values()) or 1.0
+        shares = [sum(weight * _word_credit(word, hit.text.lower()) for word, weight in weights.items()) / mass
+                  for hit in hits]
+    else:
+        wanted = {token: idf.get(token, 1.0) for token in search_tokens(question)}
+        mass = sum(wanted.values()) or 1.0
+        shares = []
+        for hit in hits:
+            present = set(search_tokens(hit.text))
+            shares.append(sum(weight for token, weight in wanted.items() if token in present) / mass)
+    best = max(range(len(shares)), key=shares.__getitem__)
+    return shares[best], best
+
+
+def _word_idf(word: str, idf: dict[str, float]) -> float:
+    values = [idf[token] for token in search_tokens(word) if token in idf]
+    return sum(values) / len(values) if values else 1.0
+
+
+def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]:
+    """The highest embedding similarity between the question and a sentence of the hits
+    (among the sentences sharing most words with it), and that sentence."""
+    wanted = set(search_tokens(question))
+    sentences = [span.text for hit in hits for span in split_sentences(hit.text) if len(span.text) > 12]
+    if not sentences or embed is None:
+        return 0.0, ""
+    sentences.sort(key=lambda s: -len(wanted & set(search_tokens(s))))
+    shortlist = sentences[:SENTENCES_COMPARED]
+    vectors = embed([question] + shortlist)
+    similarities = vectors[1:] @ vectors[0]
+    best = int(similarities.argmax())
+    return float(similarities[best]), shortlist[best]
+
+
+def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, threshold_cjk: float,
+                  threshold_latin: float) -> Grade:
+    """The offline grade of ``hits`` as evidence for ``question``."""
+    cjk = is_cjk_text(question)
+    threshold = threshold_cjk if cjk else threshold_latin
+    graded = hits[:PASSAGES_GRADED]
+    if not graded:
+        return Grade(0.0, threshold, "offline", "no passage matched the question")
+    share, where = coverage(question, graded, idf)
+    similarity, sentence = (0.0, "") if cjk else closest_sentence(question, graded, embed)
+    if similarity > share:
+        reason = f"closest sentence similarity {similarity:.2f}: “{_clip(sentence)}”"
+        return Grade(round(similarity, 3), threshold, "offline", reason)
+    reason = f"passage {where + 1} contains {share:.0%} of the question's key words"
+    return Grade(round(share, 3), threshold, "offline", reason)
+
+
+def _clip(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
