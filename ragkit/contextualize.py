@@ -189,13 +189,17 @@ _CJK_QUESTION_PIECES = frozenset(
 
 
 def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None) -> str:
-    """The phrase ``question`` is most likely about: rare in the knowledge base, repeated in
-    the evidence (the passage that answered it, which is about its subject), early in the
-    question."""
+    """The phrase ``question`` is most likely about (see ``subject_options``)."""
+    options = subject_options(question, evidence, rarity)
+    return options[0] if options else ""
+
+
+def subject_options(question: str, evidence: str = "", rarity: Rarity | None = None) -> list[str]:
+    """Phrases ``question`` may be about, likeliest first: rare in the knowledge base,
+    repeated in the evidence (the passage that answered it, which is about its subject),
+    early in the question."""
     cjk = is_cjk_text(question)
     candidates = _chinese_candidates(question, evidence) if cjk else _english_candidates(question)
-    if not candidates:
-        return ""
     measure = rarity or (lambda phrase: float(len(phrase)))
     lowered_evidence = evidence.lower()
 
@@ -204,7 +208,7 @@ def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None
         where = max(question.lower().find(phrase.lower()), 0) / max(len(question), 1)
         return measure(phrase) * (1.0 + math.log1p(repeats)) / (1.0 + 0.5 * where)
 
-    return max(candidates, key=score)
+    return sorted(candidates, key=score, reverse=True)
 
 
 def substitute(question: str, subject: str) -> str:
@@ -227,16 +231,28 @@ def substitute(question: str, subject: str) -> str:
 
 def heuristic_rewrite(question: str, history: list[Exchange], rarity: Rarity | None = None) -> str:
     """The offline standalone form of a follow-up: its reference replaced by the previous
-    question's subject; a question with no reference is returned as is."""
+    question's likeliest subject; a question with no reference is returned as is."""
+    options = rewrite_options(question, history, rarity)
+    return options[0] if options else question
+
+
+def rewrite_options(question: str, history: list[Exchange], rarity: Rarity | None = None,
+                    limit: int = 3) -> list[str]:
+    """Standalone forms of a follow-up, one per likely subject, likeliest first (empty
+    when the question needs no rewrite). The graph searches with each and keeps the one
+    the documents support best."""
     if not history or not needs_context(question):
-        return question
+        return []
     previous = history[-1]
-    subject = find_subject(previous.question, previous.evidence or previous.answer, rarity)
-    if not subject or subject.lower() in question.lower():
-        return question
-    if references(question):
-        return substitute(question, subject)
-    return f"{question.strip()} ({subject})"  # "what about the price?" names nothing to replace
+    options = []
+    for subject in subject_options(previous.question, previous.evidence or previous.answer, rarity)[:limit]:
+        if subject.lower() in question.lower():
+            return []  # the follow-up names the subject itself
+        if references(question):
+            options.append(substitute(question, subject))
+        else:  # "what about the price?" names nothing to replace
+            options.append(f"{question.strip()} ({subject})")
+    return list(dict.fromkeys(options))
 
 
 def key_terms(question: str) -> list[str]:

@@ -8,7 +8,9 @@ is imported, so a model that is not on disk fails with a clear message instead.
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,6 +22,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+REMEMBERED_VECTORS = 4096
 
 
 class EmbeddingError(RuntimeError):
@@ -53,6 +58,26 @@ class Embedder(ABC):
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query."""
         return self._embed([text])[0]
+
+    def embed_remembered(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for short texts (a question and candidate sentences), each computed once
+        and remembered: grading the evidence and quoting from it compare the same sentences."""
+        memory = self.__dict__.setdefault("_memory", OrderedDict())
+        lock = self.__dict__.setdefault("_memory_lock", threading.Lock())
+        with lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in memory))
+        if missing:
+            fresh = self._embed(missing)
+            with lock:
+                for text, vector in zip(missing, fresh):
+                    memory[text] = vector
+                while len(memory) > REMEMBERED_VECTORS:
+                    memory.popitem(last=False)
+        with lock:
+            vectors = [memory.get(t) for t in texts]
+        if any(v is None for v in vectors):  # evicted meanwhile by another thread
+            return self._embed(list(texts))
+        return np.vstack(vectors) if vectors else np.zeros((0, self.dimension), dtype=np.float32)
 
     @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:

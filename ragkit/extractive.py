@@ -215,7 +215,7 @@ def extractive_answer(
         _local_lexical_scores(question, candidates)
     else:
         _lexical_scores(question_tokens, candidates, idf or {})
-    embed = (lambda texts: embedder.embed_documents(texts, batch_size=64)) if embedder is not None else None
+    embed = embedder.embed_remembered if embedder is not None else None
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
     document_rank = {}

@@ -81,11 +81,15 @@ def questions_over_time(turns: pd.DataFrame, freq: str = "D") -> pd.DataFrame:
     return grouped.rename("questions").rename_axis("period").reset_index()
 
 
-def token_usage(turns: pd.DataFrame) -> pd.DataFrame:
-    """Input and output tokens per session and model."""
+def token_usage(turns: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """Input and output tokens per conversation and model; ``conversation`` is the label given
+    in ``labels`` (session id -> label; the id when missing)."""
+    columns = ["session", "conversation", "model", "input_tokens", "output_tokens"]
     if turns.empty:
-        return pd.DataFrame(columns=["session", "model", "input_tokens", "output_tokens"])
-    return turns.groupby(["session", "model"], as_index=False)[["input_tokens", "output_tokens"]].sum()
+        return pd.DataFrame(columns=columns)
+    usage = turns.groupby(["session", "model"], as_index=False)[["input_tokens", "output_tokens"]].sum()
+    usage["conversation"] = usage["session"].map(lambda session: (labels or {}).get(session, session))
+    return usage[columns]
 
 
 def overview(kb: KnowledgeBase, history: HistoryManager) -> Overview:

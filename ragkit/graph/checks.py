@@ -36,10 +36,13 @@ def echoes_instructions(text: str, instructions: str) -> bool:
     return any(line[:40] in text for line in lines)
 
 
+_LABEL = re.compile(r"^\s*(answer|final answer|response|assistant|回答|答案|答)\s*[:：]\s*", re.IGNORECASE)
+
+
 def clean_model_answer(raw: str, instructions: str) -> tuple[str, str]:
-    """(the answer without echoes and HTML, the problem that makes it unusable or "")."""
+    """(the answer without echoes, labels and HTML, the problem that makes it unusable or "")."""
     text, _ = cut_prompt_echo(raw)
-    text = strip_html(text).strip()
+    text = _LABEL.sub("", strip_html(text).strip()).strip()
     if echoes_instructions(text, instructions):
         return text, "it repeated the instructions instead of answering"
     if not MARKER_RE.sub("", text).strip(" .。\n"):
@@ -55,33 +58,50 @@ class SentenceCheck:
     cited: tuple[int, ...]
     supported: bool
     reason: str
+    attributed: bool = False  # it cited nothing, but this source says it: the citation was added
 
 
 def check_support(answer: str, sources: list[Source]) -> list[SentenceCheck]:
-    """Judge every sentence: it must cite a source, share most of its words with the cited
-    passages, and every number in it must appear there."""
+    """Judge every sentence: most of its words, and every number in it, must be in the
+    passages it cites. A sentence citing nothing is attributed to the one source that
+    supports it, if any."""
     by_number = {source.n: source for source in sources}
     checks = []
     for span in split_sentences(answer):
         cited = tuple(n for n in cited_markers(span.text) if n in by_number)
         claim = MARKER_RE.sub("", span.text)
-        words = set(search_tokens(claim))
-        if not words:
+        if not set(search_tokens(claim)):
             continue
-        if not cited:
-            checks.append(SentenceCheck(span.text, cited, False, "cites no source"))
+        if cited:
+            supported, reason = _supported(claim, " ".join(by_number[n].text for n in cited))
+            checks.append(SentenceCheck(span.text, cited, supported, reason))
             continue
-        passages = " ".join(by_number[n].text for n in cited)
-        present = set(search_tokens(passages))
-        share = len(words & present) / len(words)
-        missing_figures = [f for f in _FIGURE.findall(claim) if f not in passages]
-        if missing_figures:
-            checks.append(SentenceCheck(span.text, cited, False, f"the figure {missing_figures[0]} is not in the source"))
-        elif share < MIN_SUPPORT:
-            checks.append(SentenceCheck(span.text, cited, False, f"only {share:.0%} of its words are in the source"))
+        verdicts = [(_supported(claim, source.text), source.n) for source in sources]
+        backing = [(reason, n) for (supported, reason), n in verdicts if supported]
+        if backing:
+            checks.append(SentenceCheck(span.text, (backing[0][1],), True, backing[0][0], attributed=True))
         else:
-            checks.append(SentenceCheck(span.text, cited, True, f"{share:.0%} of its words are in the source"))
+            checks.append(SentenceCheck(span.text, (), False, "cites no source, and no source says it"))
     return checks
+
+
+def _supported(claim: str, passages: str) -> tuple[bool, str]:
+    words = set(search_tokens(claim))
+    share = len(words & set(search_tokens(passages))) / len(words)
+    missing_figures = [f for f in _FIGURE.findall(claim) if f not in passages]
+    if missing_figures:
+        return False, f"the figure {missing_figures[0]} is not in the source"
+    if share < MIN_SUPPORT:
+        return False, f"only {share:.0%} of its words are in the source"
+    return True, f"{share:.0%} of its words are in the source"
+
+
+def add_attributions(answer: str, checks: list[SentenceCheck]) -> str:
+    """The answer with the citation of each attributed sentence written after it."""
+    for check in checks:
+        if check.attributed and check.text in answer:
+            answer = answer.replace(check.text, f"{check.text.rstrip()}[{check.cited[0]}]", 1)
+    return answer
 
 
 UNSUPPORTED_FLAG = {"en": " *(not found in the cited passage)*", "zh": " *（引用的段落中没有这句话的依据）*"}

@@ -26,7 +26,7 @@ from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
 
 PASSAGES_GRADED = 3
-SENTENCES_COMPARED = 12
+SENTENCES_COMPARED = 24
 
 
 @dataclass(frozen=True)

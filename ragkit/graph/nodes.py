@@ -21,7 +21,7 @@ from langgraph.config import get_stream_writer
 
 from ..citations import Source, focus_quotes, sources_from_hits, validate_markers
 from ..config import Settings
-from ..contextualize import clean_rewrite, heuristic_rewrite, needs_context, own_content_terms, plausible_rewrite
+from ..contextualize import clean_rewrite, needs_context, plausible_rewrite, rewrite_options
 from ..extractive import extractive_answer
 from ..history import HistoryManager, TraceStep, Turn
 from ..kb import KnowledgeBase
@@ -29,8 +29,8 @@ from ..llm import ModelChoice, ModelClients, context_window, explain_llm_error
 from ..retrieval import SearchFilters
 from ..text import count_tokens, is_cjk_text, search_tokens, split_sentences
 from . import prompts
-from .checks import check_support, clean_model_answer, flag_unsupported
-from .grading import EvidenceVerdict, Grade, grade_offline
+from .checks import add_attributions, check_support, clean_model_answer, flag_unsupported
+from .grading import PASSAGES_GRADED, EvidenceVerdict, Grade, coverage, grade_offline
 from .policy import add_same_document, relevant_hits
 
 log = logging.getLogger(__name__)
@@ -153,8 +153,8 @@ class RagNodes:
         if not history or not needs_context(question):
             return {"standalone_question": question, "query": question, "queries": [],
                     "timings": {"contextualize_ms": _elapsed_ms(started)}}
-        offline = heuristic_rewrite(question, history, self._rarity)
-        rewritten, how = offline, "offline, from the previous question's subject"
+        offline, how = self._offline_rewrite(question, history)
+        rewritten = offline
         choice = self._choice(state)
         if choice.generated:
             rewritten, how = self._model_rewrite(choice, question, history, offline)
@@ -164,6 +164,21 @@ class RagNodes:
         return {"standalone_question": rewritten, "query": rewritten, "queries": [],
                 "trace": step("Rewrote the follow-up", detail),
                 "timings": {"contextualize_ms": _elapsed_ms(started)}}
+
+    def _offline_rewrite(self, question: str, history: list) -> tuple[str, str]:
+        """Of the rewrites with the previous question's likeliest subjects, the one whose
+        search finds the best-covered passage (ties: the likelier subject)."""
+        options = rewrite_options(question, history, self._rarity)
+        if not options:
+            return question, "offline"
+        if len(options) == 1:
+            return options[0], "offline, from the previous question's subject"
+        scored = []
+        for rank, option in enumerate(options):
+            hits = self.kb.search(option, PASSAGES_GRADED)
+            scored.append((coverage(option, hits, self.kb.idf(option))[0], -rank, option))
+        best = max(scored)
+        return best[2], f"offline: of {len(options)} possible subjects, the one the documents support best"
 
     def _rarity(self, phrase: str) -> float:
         values = list(self.kb.lexical.idf(search_tokens(phrase)).values())
@@ -225,7 +240,7 @@ class RagNodes:
                 "timings": {"grade_ms": _elapsed_ms(started)}}
 
     def _embed_sentences(self, texts: list[str]):
-        return self.kb.embedder.embed_documents(texts, batch_size=64)
+        return self.kb.embedder.embed_remembered(texts)
 
     def _model_grade(self, choice: ModelChoice, question: str, hits: list, offline: Grade) -> Grade:
         packed = [(n, h.title, h.text) for n, h in enumerate(hits[:3], start=1)]
@@ -246,16 +261,19 @@ class RagNodes:
         then say it was not found."""
         if state["grade"].sufficient:
             return "generate" if self._choice(state).generated else "extract"
-        if len(state.get("queries") or []) <= self.settings.retrieval_retries and self._next_query(state):
+        rounds_left = len(state.get("queries") or []) <= self.settings.retrieval_retries
+        if rounds_left and (self._next_query(state) or self._choice(state).generated):
             return "rewrite_query"
         return "not_found"
 
     def _next_query(self, state: dict) -> str:
-        """A search not tried yet: first the question as asked (dropping carried context),
-        then its key words alone."""
+        """A search not tried yet: offline, the question as asked, when the rewrite of a
+        follow-up may have carried the wrong subject. (Searching a first question again
+        with fewer words mostly finds the same passages and, measured on the shared sets,
+        turned more unanswerable questions into wrong answers than it rescued.)"""
         tried = set(state.get("queries") or [])
-        candidates = [state["question"].strip(), " ".join(own_content_terms(state["standalone_question"]))]
-        return next((query for query in candidates if query and query not in tried), "")
+        asked = state["question"].strip()
+        return asked if asked not in tried else ""
 
     def rewrite_query(self, state: dict) -> dict:
         """Choose the next search: the model's alternative query, or the next offline one."""
@@ -274,7 +292,7 @@ class RagNodes:
         except Exception as exc:
             return fallback, f"offline; the model's query was unusable ({_short(exc)})"
         if not query or query in (state.get("queries") or []) or not set(search_tokens(query)):
-            return fallback, "offline; the model's query was empty or already tried"
+            return fallback or state["standalone_question"], "offline; the model's query was empty or already tried"
         return query, f"by {choice.model}"
 
     # ----- answers ---------------------------------------------------------------------
@@ -397,11 +415,15 @@ class RagNodes:
             fallback["error"] = error
             fallback["trace"] = step("Checked the citations", error + ": replaced by quotes") + fallback["trace"]
             return fallback
-        focus_quotes(state["answer"], sources)
+        answer = validate_markers(add_attributions(state["answer"], checks), sources)
+        focus_quotes(answer, sources)
+        attributed = sum(c.attributed for c in checks)
+        added = f"; {attributed} uncited sentences attributed to the source that says them" if attributed else ""
         if not unsupported:
-            return {"trace": step("Checked the citations", f"all {len(checks)} sentences supported by their sources")}
-        flagged = flag_unsupported(state["answer"], checks, language(state))
-        detail = f"{len(unsupported)} of {len(checks)} sentences not supported (flagged): {unsupported[0].reason}"
+            detail = f"all {len(checks)} sentences supported by their sources{added}"
+            return {"answer": answer, "trace": step("Checked the citations", detail)}
+        flagged = flag_unsupported(answer, checks, language(state))
+        detail = f"{len(unsupported)} of {len(checks)} sentences not supported (flagged): {unsupported[0].reason}{added}"
         return {"answer": flagged, "trace": step("Checked the citations", detail)}
 
     def not_found(self, state: dict) -> dict:
@@ -459,11 +481,21 @@ class UnusableAnswer(RuntimeError):
 
 
 def _structured_text(client, messages, field: str | None, schema=None) -> str:
-    """A structured call returning JSON text: ``{field: ...}`` (or ``schema``'s fields)."""
+    """A structured call returning JSON text: ``{field: ...}`` (or ``schema``'s fields).
+
+    JSON-schema output first; a server that does not take a schema (llama.cpp's server
+    accepts only "json_object") gets JSON mode with the fields described in words."""
     from pydantic import BaseModel, create_model
 
     model = schema or create_model("Rewrite", **{field: (str, ...)}, __base__=BaseModel)
-    result = client.with_structured_output(model, method="json_schema").invoke(messages)
+    try:
+        result = client.with_structured_output(model, method="json_schema").invoke(messages)
+    except Exception as exc:
+        if "response_format" not in str(exc) and "json_schema" not in str(exc):
+            raise
+        fields = ", ".join(f'"{name}"' for name in model.model_fields)
+        hint = SystemMessage(f"Reply with one JSON object with the keys {fields} and nothing else.")
+        result = client.with_structured_output(model, method="json_mode").invoke([messages[0], hint, *messages[1:]])
     if result is None:
         raise ValueError("the model returned no structured output")
     if schema is not None:
