@@ -123,6 +123,8 @@ def run_bench(settings: Settings, quick: bool = False, report: Report | None = N
         figures["model_load_s"] = round(time.perf_counter() - started, 2)
         say("ingest")
         figures.update(measure_ingest(local, embedder, workload, root))
+        say("the onnx-int8 embedding backend")
+        figures.update(measure_onnx(local, embedder, workload))
         say("answers")
         figures.update(measure_answers(local.model_copy(update={"data_dir": root / "answers"}), embedder))
         say("concurrent chat while indexing")
@@ -177,6 +179,23 @@ def measure_ingest(settings: Settings, embedder, workload: Workload, root: Path)
         figures[f"ingest_vs_encode_{name}"] = round(passages / seconds / limit, 3)
         kb.close()
     return figures
+
+
+def measure_onnx(settings: Settings, embedder, workload: Workload) -> dict:
+    """Encoding speed of the int8 ONNX backend against the default one, on the same passages
+    (its one-time build, from the packaged model, is timed separately)."""
+    from .embeddings import make_embedder
+
+    rng = random.Random(4)
+    vocabulary = _vocabulary()
+    texts = [synthetic_passage(rng, vocabulary) for _ in range(workload.encode_passages)]
+    started = time.perf_counter()
+    onnx = make_embedder(settings.model_copy(update={"embedding_backend": "onnx-int8"}))
+    built = time.perf_counter() - started
+    onnx.embed_documents(texts[:4])
+    default_rate, onnx_rate = encode_rate(embedder, texts), encode_rate(onnx, texts)
+    return {"onnx_int8_build_s": round(built, 1), "encode_chunks_per_s_onnx_int8": round(onnx_rate, 1),
+            "onnx_int8_speedup": round(onnx_rate / default_rate, 2)}
 
 
 def measure_answers(settings: Settings, embedder) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -39,6 +40,9 @@ class Settings(BaseSettings):
         default=DEFAULT_EMBEDDING_MODEL,
         description="packaged all-MiniLM-L6-v2, any sentence-transformers name/path, "
         "or openai:<model> for an OpenAI embedding model",
+    )
+    embedding_backend: Literal["torch", "onnx-int8"] = Field(
+        default="torch", description="onnx-int8: the model quantized to int8 and run by onnxruntime, about 2x faster"
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
 

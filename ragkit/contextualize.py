@@ -247,7 +247,7 @@ def rewrite_options(question: str, history: list[Exchange], rarity: Rarity | Non
     options = []
     for subject in subject_options(previous.question, previous.evidence or previous.answer, rarity)[:limit]:
         if subject.lower() in question.lower():
-            return []  # the follow-up names the subject itself
+            continue  # the follow-up names this one itself: the reference is to another
         if references(question):
             options.append(substitute(question, subject))
         else:  # "what about the price?" names nothing to replace

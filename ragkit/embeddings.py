@@ -175,8 +175,21 @@ class HashingEmbedder(Embedder):
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder named by ``settings.embedding_model``."""
+    """The embedder named by ``settings.embedding_model``, on ``settings.embedding_backend``."""
     name = settings.embedding_model
     if name.startswith("openai:"):
         return OpenAIEmbedder(name.split(":", 1)[1], settings)
+    if settings.embedding_backend == "onnx-int8":
+        from .onnx_embeddings import OnnxInt8Embedder
+
+        location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else Path(name)
+        slug = "".join(ch if ch.isalnum() else "-" for ch in name)
+        return OnnxInt8Embedder(name, location, settings.data_path / "models" / f"{slug}-onnx-int8")
     return SentenceTransformerEmbedder(name)
+
+
+def configured_model_name(settings: Settings) -> str:
+    """The name the store records for the configured model and backend (without loading it)."""
+    if settings.embedding_backend == "onnx-int8" and not settings.embedding_model.startswith("openai:"):
+        return f"{settings.embedding_model}+onnx-int8"
+    return settings.embedding_model

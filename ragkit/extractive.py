@@ -201,8 +201,13 @@ def extractive_answer(
     settings: Settings,
     embedder=None,
     idf: dict[str, float] | None = None,
+    asked: str | None = None,
 ) -> ExtractiveAnswer:
-    """Answer by quoting the best sentences of ``hits`` with [n] markers."""
+    """Answer by quoting the best sentences of ``hits`` with [n] markers.
+
+    ``asked`` is the follow-up as the user typed it, when ``question`` is its rewrite:
+    sentences are then matched on its own words ("What about its height?": height), not
+    on the subject the rewrite added, which every retrieved sentence shares anyway."""
     cjk = is_cjk_text(question) or (not question.strip() and bool(hits) and is_cjk_text(hits[0].text))
     sources = sources_from_hits(hits)
     if not hits:
@@ -211,10 +216,11 @@ def extractive_answer(
     weights = CJK_WEIGHTS if cjk else LATIN_WEIGHTS
     question_tokens = search_tokens(question)
     candidates = _candidates(hits)
+    wording = asked if asked and search_tokens(asked) else question
     if weights.lexical_local:
-        _local_lexical_scores(question, candidates)
+        _local_lexical_scores(wording, candidates)
     else:
-        _lexical_scores(question_tokens, candidates, idf or {})
+        _lexical_scores(search_tokens(wording), candidates, idf or {})
     embed = embedder.embed_remembered if embedder is not None else None
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .catalog import Catalog, DocumentRecord
 from .config import Settings
-from .embeddings import Embedder, make_embedder
+from .embeddings import Embedder, configured_model_name, make_embedder
 from .errors import EmbeddingModelMismatch, KnowledgeBaseError, StoreInconsistent
 from .indexer import IngestItem, IngestResult, Indexer, Progress, WriteLock, normalize_tags, plural
 from . import integrity
@@ -81,7 +81,7 @@ class KnowledgeBase:
     @property
     def embedding_model_name(self) -> str:
         """The configured model's name, without loading it."""
-        return self._embedder.name if self._embedder is not None else self.settings.embedding_model
+        return self._embedder.name if self._embedder is not None else configured_model_name(self.settings)
 
     def _check_embedding_model(self) -> None:
         stored = self.catalog.get_meta("embedding_model")

@@ -304,8 +304,9 @@ class RagNodes:
         """Quote the best sentences of the passages, each cited, streamed sentence by sentence."""
         started = time.perf_counter()
         question = state["standalone_question"]
+        asked = state["question"] if question != state["question"] else None
         answer = extractive_answer(question, state.get("hits") or [], self.settings, self.kb.embedder,
-                                   self.kb.idf(question))
+                                   self.kb.idf(question), asked=asked)
         self._announce_sources(answer.sources, True)
         for sentence in _sentences_with_markers(answer.text):
             emit({"type": "token", "text": sentence})

@@ -1,0 +1,142 @@
+"""The conversational graph judges its evidence: it answers what the documents hold, says
+"not found" (with the closest passages, never as citations) for what they do not, keeps
+follow-ups on topic, and records how each answer was reached. Real store, real model."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragkit.chat import ChatEngine
+from ragkit.graph.grading import Grade
+from ragkit.graph.nodes import RagNodes
+from ragkit.llm import ModelClients
+from ragkit.retrieval import SearchFilters
+
+LIGHTHOUSE = """# Skerry Point Lighthouse
+
+The Skerry Point Lighthouse was first lit in 1887 to guard the northern channel.
+
+The tower stands 31 metres tall and its lantern can be seen 20 nautical miles away.
+
+Anna Berg was the last resident keeper of the lighthouse; she left in 1962 when the light was automated.
+
+Visitors may climb the 148 steps from April to October. Entry tickets cost 12 euros, children enter free.
+"""
+BAKERY = """# Crumb & Co. bakery handbook
+
+The sourdough starter is fed twice a day with rye flour and water.
+
+Ovens are preheated to 240 degrees at five in the morning. Croissants rest for two hours before baking.
+"""
+RELEASE = """# Release notes 4.2
+
+Version 4.2 adds dark mode and offline sync. The export dialog now remembers the last folder.
+"""
+
+
+@pytest.fixture
+def library(kb):
+    docs = {}
+    for name, text in (("lighthouse.md", LIGHTHOUSE), ("bakery.md", BAKERY), ("release-notes.md", RELEASE)):
+        docs[name] = kb.ingest(text.encode(), filename=name).document
+    return docs
+
+
+@pytest.fixture
+def engine(settings, kb, library):
+    return ChatEngine(settings, kb)
+
+
+def steps(turn) -> list[str]:
+    return [step.step for step in turn.trace]
+
+
+def test_an_answerable_question_is_answered_with_citations_and_a_trace(engine):
+    turn = engine.ask("a", "How tall is the Skerry Point Lighthouse?")
+    assert turn.found and turn.mode == "extractive" and "31 metres" in turn.answer and "[1]" in turn.answer
+    assert steps(turn) == ["Searched", "Graded the evidence", "Answered"]
+    assert "sufficient" in turn.trace[1].detail
+
+
+@pytest.mark.parametrize("question, reply", [
+    ("What was the population of Quarnova in 2020?", "I could not find this in your documents."),
+    ("夸尔诺瓦2020年的人口是多少？", "文档中没有找到相关内容。"),
+])
+def test_a_question_no_document_covers_is_not_found_in_the_users_language(engine, question, reply):
+    turn = engine.ask("n", question)
+    assert not turn.found and turn.mode == "not_found" and turn.answer == reply
+    assert turn.sources == [] and turn.closest and "[" not in turn.answer
+    assert steps(turn)[-1] == "Not found" and "not sufficient" in turn.trace[1].detail
+    assert engine.history.turns("n")[0].closest[0].title == turn.closest[0].title  # recorded as closest matches
+
+
+def test_a_filter_that_excludes_the_answer_says_which_and_what_outside_it_looks_relevant(engine, library):
+    only_bakery = SearchFilters(doc_ids=[library["bakery.md"].id])
+    turn = engine.ask("f", "Who was the last resident keeper of the lighthouse?", only_bakery)
+    assert not turn.found and turn.sources == []
+    assert "A filter is active (1 chosen documents)" in turn.answer
+    assert "Skerry Point Lighthouse" in turn.answer  # the document outside the filter that answers it
+
+
+def test_a_deleted_document_is_not_answered_from_the_others(engine, kb, library):
+    kb.delete(library["release-notes.md"].id)
+    turn = engine.ask("d", "Which features does version 4.2 add?")
+    assert not turn.found and turn.sources == []
+
+
+def test_follow_ups_stay_on_their_subject(engine):
+    engine.ask("f", "Who was the last resident keeper of the Skerry Point Lighthouse?")
+    height = engine.ask("f", "What about its height?")
+    assert height.standalone_question == "What about Skerry Point Lighthouse's height?"
+    assert "31 metres" in height.answer
+    price = engine.ask("f", "What about its entry price?")
+    assert "12 euros" in price.answer
+    switched = engine.ask("f", "How often is the sourdough starter fed?")
+    assert switched.standalone_question == "How often is the sourdough starter fed?"  # no stale subject
+    assert "twice a day" in switched.answer
+
+
+def test_events_bring_the_rewrite_and_the_sources_before_the_answer(engine):
+    engine.ask("e", "Who was the last resident keeper of the Skerry Point Lighthouse?")
+    events = list(engine.stream("e", "When was it first lit?"))
+    kinds = [event["type"] for event in events]
+    assert kinds.index("standalone") < kinds.index("sources") < kinds.index("token") < kinds.index("done")
+    assert events[kinds.index("sources")]["found"] is True
+
+
+# ----- each routing decision, on its own -------------------------------------------
+
+
+@pytest.fixture
+def nodes(settings, kb, library, engine):
+    return RagNodes(settings, kb, engine.history, ModelClients(settings))
+
+
+def graded(score: float) -> Grade:
+    return Grade(score, 0.5, "offline", "test")
+
+
+def test_sufficient_evidence_goes_to_the_offline_answer(nodes):
+    state = {"question": "q", "standalone_question": "q", "queries": ["q"], "grade": graded(0.9)}
+    assert nodes.after_grade(state) == "extract"
+
+
+def test_weak_evidence_for_a_rewritten_follow_up_searches_again_with_the_question_as_asked(nodes):
+    state = {"question": "What about its height?", "standalone_question": "What about Anna Berg's height?",
+             "queries": ["What about Anna Berg's height?"], "grade": graded(0.1)}
+    assert nodes.after_grade(state) == "rewrite_query"
+    retry = nodes.rewrite_query(state)
+    assert retry["query"] == "What about its height?" and retry["trace"][0].step == "Searched again"
+
+
+def test_weak_evidence_with_nothing_left_to_try_is_not_found(nodes, settings):
+    tried = {"question": "q", "standalone_question": "q", "queries": ["q"], "grade": graded(0.1)}
+    assert nodes.after_grade(tried) == "not_found"
+    rounds_used = {"question": "a", "standalone_question": "b", "grade": graded(0.1),
+                   "queries": ["b", "c", "d"][: settings.retrieval_retries + 1]}
+    assert nodes.after_grade(rounds_used) == "not_found"
+
+
+def test_a_failed_model_answer_falls_back_to_quotes(nodes):
+    assert nodes.after_generate({"error": "the model server is unreachable", "answer": ""}) == "extract"
+    assert nodes.after_generate({"answer": "An answer [1].", "mode": "llm"}) == "check_citations"
