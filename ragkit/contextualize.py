@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .extractive import CJK_QUESTION_WORDS
 from .text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, chinese_words, is_cjk_text, search_tokens
 
 ENGLISH_REFERENCES = {
@@ -131,13 +132,13 @@ def _close(run: list[str]) -> list[str]:
 
 
 def _chinese_candidates(question: str, evidence: str = "") -> list[str]:
-    """Latin names, plus the longest pieces of the question that the evidence repeats
-    (names are cut wrongly by word segmentation, but appear verbatim in their passage);
-    without evidence, runs of words between function words."""
+    """Latin names, the longest pieces of the question that the evidence repeats (names
+    are cut wrongly by word segmentation, but appear verbatim in their passage), and runs
+    of words between function words (in case the evidence is the wrong passage)."""
     found = [run for run in re.findall(r"[A-Za-z0-9][A-Za-z0-9 .&-]*[A-Za-z0-9]", question)
              if any(ch.isalpha() for ch in run)]
     for run in _CJK_RUN.findall(question):
-        pieces = _common_pieces(run, evidence) if evidence else _word_runs(run)
+        pieces = (_common_pieces(run, evidence) if evidence else []) + _word_runs(run)
         found.extend(piece for piece in (_trim(p) for p in pieces)
                      if len(piece) >= 2 and not set(piece) <= _TIME_AND_FUNCTION_CHARS)
     return list(dict.fromkeys(found))
@@ -175,9 +176,12 @@ def _word_runs(run: str) -> list[str]:
 def _trim(piece: str) -> str:
     """A Chinese piece without function words at its ends ("的", "是", "在"...)."""
     words = chinese_words(piece)
-    while words and (words[0] in _CJK_QUESTION_PIECES or words[0] in CHINESE_STOPWORDS):
+    def function_word(word: str) -> bool:
+        return word in _CJK_QUESTION_PIECES or word in CHINESE_STOPWORDS or word in CJK_QUESTION_WORDS
+
+    while words and function_word(words[0]):
         words = words[1:]
-    while words and (words[-1] in _CJK_QUESTION_PIECES or words[-1] in CHINESE_STOPWORDS):
+    while words and function_word(words[-1]):
         words = words[:-1]
     return "".join(words)
 
@@ -197,7 +201,8 @@ def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None
 def subject_options(question: str, evidence: str = "", rarity: Rarity | None = None) -> list[str]:
     """Phrases ``question`` may be about, likeliest first: rare in the knowledge base,
     repeated in the evidence (the passage that answered it, which is about its subject),
-    early in the question."""
+    early in the question. Only those scoring at least a third of the best are kept: a common
+    word the passage happens to share is no candidate."""
     cjk = is_cjk_text(question)
     candidates = _chinese_candidates(question, evidence) if cjk else _english_candidates(question)
     measure = rarity or (lambda phrase: float(len(phrase)))
@@ -208,7 +213,8 @@ def subject_options(question: str, evidence: str = "", rarity: Rarity | None = N
         where = max(question.lower().find(phrase.lower()), 0) / max(len(question), 1)
         return measure(phrase) * (1.0 + math.log1p(repeats)) / (1.0 + 0.5 * where)
 
-    return sorted(candidates, key=score, reverse=True)
+    scored = sorted(((score(c), c) for c in candidates), reverse=True)
+    return [phrase for value, phrase in scored if value >= 0.35 * scored[0][0]] if scored else []
 
 
 def substitute(question: str, subject: str) -> str:

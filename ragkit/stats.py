@@ -34,7 +34,8 @@ def documents_frame(kb: KnowledgeBase) -> pd.DataFrame:
         }
         for d in kb.documents()
     ]
-    columns = ["id", "title", "file", "type", "pages", "chunks", "tokens", "tags", "version", "size_kb", "added", "updated"]
+    columns = ["id", "title", "file", "type", "pages", "chunks", "tokens", "tags", "version", "size_kb", "added",
+               "updated"]
     return pd.DataFrame(rows, columns=columns)
 
 

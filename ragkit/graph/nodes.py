@@ -35,6 +35,8 @@ from .policy import add_same_document, relevant_hits
 
 log = logging.getLogger(__name__)
 WAIT_NOTICE_S = 3.0  # tell the user we are waiting for the model after this long
+CLOSEST_MATCHES = 5
+SUBJECT_MARGIN = 0.15  # how much better another subject's evidence must be to win over the likeliest
 
 
 def _elapsed_ms(started: float) -> float:
@@ -176,9 +178,11 @@ class RagNodes:
         scored = []
         for rank, option in enumerate(options):
             hits = self.kb.search(option, PASSAGES_GRADED)
-            scored.append((coverage(option, hits, self.kb.idf(option))[0], -rank, option))
-        best = max(scored)
-        return best[2], f"offline: of {len(options)} possible subjects, the one the documents support best"
+            scored.append((coverage(option, hits, self.kb.idf(option))[0], option))
+        first, best = scored[0], max(scored)
+        if best[0] < first[0] + SUBJECT_MARGIN:  # the likeliest subject unless another is clearly better
+            return first[1], "offline, from the previous question's subject"
+        return best[1], f"offline: of {len(options)} possible subjects, the one the documents support best"
 
     def _rarity(self, phrase: str) -> float:
         values = list(self.kb.lexical.idf(search_tokens(phrase)).values())
@@ -236,8 +240,12 @@ class RagNodes:
             grade = self._model_grade(choice, question, hits, offline)
         verdict = "sufficient" if grade.sufficient else "not sufficient"
         detail = f"{grade.reason}; score {grade.score:.2f} against {grade.threshold:.2f}: {verdict} ({grade.by})"
-        return {"grade": grade, "trace": step("Graded the evidence", detail),
-                "timings": {"grade_ms": _elapsed_ms(started)}}
+        best = state.get("best")
+        update = {"grade": grade, "trace": step("Graded the evidence", detail),
+                  "timings": {"grade_ms": (state.get("timings") or {}).get("grade_ms", 0.0) + _elapsed_ms(started)}}
+        if best is None or grade.score > best[0]:
+            update["best"] = (grade.score, hits)  # the closest matches, if nothing suffices
+        return update
 
     def _embed_sentences(self, texts: list[str]):
         return self.kb.embedder.embed_remembered(texts)
@@ -438,7 +446,7 @@ class RagNodes:
             elsewhere = self._best_outside(state)
             if elsewhere:
                 text += prompts.ELSEWHERE_NOTE[lang].format(title=elsewhere)
-        closest = sources_from_hits((state.get("hits") or [])[:3])
+        closest = sources_from_hits((state.get("best") or (0.0, state.get("hits") or []))[1][:CLOSEST_MATCHES])
         self._announce_sources(closest, False)
         emit({"type": "token", "text": text})
         return {"answer": text, "sources": [], "closest": closest, "found": False, "mode": "not_found",

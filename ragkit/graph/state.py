@@ -32,6 +32,7 @@ class RagState(TypedDict, total=False):
     queries: list[str]  # every query searched so far
     hits: list[Hit]
     grade: Grade
+    best: tuple[float, list[Hit]]  # the best-graded round's passages: the closest matches
     # answer
     answer: str
     sources: list[Source]
