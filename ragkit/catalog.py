@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -30,7 +29,7 @@ from pathlib import Path
 from sqlalchemy import Connection, text
 
 from .errors import CatalogError
-from .db import DatabaseUnreadable, apply_migrations, open_database, read, write
+from .db import DatabaseUnreadable, open_migrated, read, write
 from .passages import Passage
 
 WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -153,13 +152,9 @@ class Catalog:
 
     def __init__(self, location: str | Path):
         self.location = str(location)
-        self._lock = threading.Lock()
         self._documents_cache: tuple[int, list[DocumentRecord]] | None = None
-        existed = isinstance(location, Path) and location.exists()
-        self.was_created = not existed or (isinstance(location, Path) and location.stat().st_size == 0)
         try:
-            self._engine = open_database(location)
-            apply_migrations(self._engine, "catalog", MIGRATIONS)
+            self._engine = open_migrated(location, "catalog", MIGRATIONS)
         except DatabaseUnreadable as exc:
             raise CatalogError(
                 f"the document catalog {self.location} cannot be read ({exc}). Nothing was changed. "

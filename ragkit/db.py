@@ -95,6 +95,14 @@ def _explained(engine: Engine) -> Iterator[None]:
         raise
 
 
+def open_migrated(location: str | Path, schema: str, migrations: list[Migration]) -> Engine:
+    """An engine for ``location`` with ``schema``'s migrations applied; DatabaseUnreadable
+    when the file is not a database the callers can explain in their own words."""
+    engine = open_database(location)
+    apply_migrations(engine, schema, migrations)
+    return engine
+
+
 def apply_migrations(engine: Engine, schema: str, migrations: list[Migration]) -> int:
     """Run the migrations of ``schema`` not yet applied (numbered from 1); returns the version."""
     with write(engine) as conn:

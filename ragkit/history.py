@@ -20,7 +20,7 @@ from sqlalchemy import Connection, text
 from .citations import Source
 from .contextualize import Exchange
 from .render import escape_line, safe_answer_markdown
-from .db import DatabaseUnreadable, apply_migrations, open_database, read, write
+from .db import DatabaseUnreadable, open_migrated, read, write
 from .text import count_tokens
 
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -138,8 +138,7 @@ class HistoryManager:
     def __init__(self, location: str | Path):
         self.location = str(location)
         try:
-            self._engine = open_database(location)
-            apply_migrations(self._engine, "sessions", MIGRATIONS)
+            self._engine = open_migrated(location, "sessions", MIGRATIONS)
         except DatabaseUnreadable as exc:
             raise SessionError(
                 f"the sessions database {self.location} cannot be read ({exc}). Restore it from a backup, "

@@ -17,7 +17,6 @@ import re
 import stat
 import subprocess
 import sys
-import time
 import zipfile
 import zlib
 from pathlib import Path
@@ -26,7 +25,7 @@ import docx
 import pytest
 from pypdf import PdfWriter
 
-import ragkit
+from work_counting import count_operations, cpu_seconds
 from conftest import FIXTURES, REPO
 from ragkit.loaders import (
     LoaderError,
@@ -41,7 +40,6 @@ from ragkit.loaders import (
 resource = pytest.importorskip("resource")  # peak-RSS measurements need a Unix
 
 MB = 1024 * 1024
-RAGKIT_DIR = str(Path(ragkit.__file__).parent)
 GROWTH_LIMIT = 6  # 4x the input may cost at most 6x the work (quadratic would be 16x)
 CPU_GROWTH_LIMIT = 9  # the same for CPU time, with room for a busy machine
 
@@ -168,36 +166,8 @@ def measure_in_subprocess(measured: str, setup: str = "") -> tuple[str, float]:
     return result["outcome"], result["grown_mb"]
 
 
-def count_operations(fn, *args) -> int:
-    """Python lines executed inside ragkit/ while ``fn(*args)`` runs (deterministic)."""
-    count = 0
-
-    def on_line(frame, event, arg):
-        nonlocal count
-        if event == "line":
-            count += 1
-        return on_line
-
-    def on_call(frame, event, arg):
-        return on_line if frame.f_code.co_filename.startswith(RAGKIT_DIR) else None
-
-    previous = sys.gettrace()
-    sys.settrace(on_call)
-    try:
-        fn(*args)
-    finally:
-        sys.settrace(previous)
-    return count
 
 
-def cpu_seconds(fn, arg, repeats: int = 3) -> float:
-    """Least CPU time of ``repeats`` runs (the least disturbed one)."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        fn(arg)
-        best = min(best, time.process_time() - start)
-    return best
 
 
 # --- 1. decompression bombs --------------------------------------------------------------
