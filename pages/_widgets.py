@@ -13,6 +13,7 @@ and popover labels and progress texts.
 from __future__ import annotations
 
 import logging
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
@@ -20,9 +21,11 @@ import streamlit as st
 from ragkit.citations import Source
 from ragkit.config import SettingsError, load_settings
 from ragkit.history import Turn
+from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
 from ragkit.render import escape_line, escape_markdown, match_spans, safe_answer_markdown
 from ragkit.service import RagService
+from ragkit.text import is_cjk_text
 
 log = logging.getLogger(__name__)
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-loader")
@@ -36,15 +39,66 @@ STATUS_ICON = {
 STATUS_TEXT = {"added": "Added", "new_version": "New version", "unchanged": "Unchanged", "refused": "Refused"}
 
 
+UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv"]  # Streamlit lists .htm as HTML
+UPLOAD_TYPES_LABEL = "PDF, DOCX, TXT, MD, HTML, CSV"
+JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
+_WORD_CHAR = re.compile(r"[^\W_]")
+_APOSTROPHE = "'\u2019"
+
+
+def _in_word(char: str) -> bool:
+    """A letter or digit of a script that separates words by spaces (not CJK)."""
+    return bool(_WORD_CHAR.match(char)) and not is_cjk_text(char)
+
+
+def _whole_word_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans widened to whole words (keeper -> keeper's) and joined across single spaces, so a
+    highlight never starts or stops inside a word (its background has padding: a visible gap)."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if _in_word(text[start]):
+            while start > 0 and (_in_word(text[start - 1]) or (text[start - 1] in _APOSTROPHE and start > 1
+                                                                and _in_word(text[start - 2]))):
+                start -= 1
+        if _in_word(text[end - 1]):
+            while end < len(text) and (_in_word(text[end]) or (text[end] in _APOSTROPHE and end + 1 < len(text)
+                                                               and _in_word(text[end + 1]))):
+                end += 1
+        if out and (start <= out[-1][1] or (text[out[-1][1]:start] == " ")):
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return out
+
+
 def highlight_markdown(text: str, query: str) -> str:
-    """Escaped text with the query's words on Streamlit's highlighted background."""
+    """Escaped text (one line) with the query's words on Streamlit's highlighted background."""
+    text = " ".join(text.split())
     out, cursor = [], 0
-    for start, end in match_spans(text, query):
+    for start, end in _whole_word_spans(text, match_spans(text, query)):
         out.append(escape_line(text[cursor:start]))
         out.append(f":orange-background[{escape_line(text[start:end])}]")
         cursor = end
     out.append(escape_line(text[cursor:]))
     return "".join(out)
+
+
+def quote_markdown(text: str, query: str = "") -> str:
+    """Text as an inert Markdown block quote that keeps its lines (headings, table rows, list
+    items stay on their own lines; blank lines separate paragraphs), query words highlighted."""
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            if lines and lines[-1] != ">":
+                lines.append(">")
+            continue
+        if lines and lines[-1] != ">":
+            lines[-1] += "  "  # a hard line break
+        lines.append("> " + (highlight_markdown(line, query) if query else escape_line(line)))
+    while lines and lines[-1] == ">":
+        lines.pop()
+    return "\n".join(lines)
 
 
 @st.cache_resource(show_spinner=False)
@@ -59,19 +113,23 @@ def start_loading() -> None:
 
 
 def get_service() -> RagService:
-    """The shared service; shows a spinner while the model loads, stops the page on errors."""
+    """The shared service (each page calls it once per run): shows a spinner while the model
+    loads, stops the page on errors, and says so when the store is damaged."""
     future = _service_future()
     if not future.done():
         with st.spinner("Loading the embedding model and the knowledge base… (first start only)"):
             future.result()
     try:
-        return future.result()
+        service = future.result()
     except SettingsError as exc:
         st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
+        st.stop()
     except Exception as exc:  # shown once, in words; details go to the log
         log.exception("ragkit failed to start")
         st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
-    st.stop()
+        st.stop()
+    render_health(service)
+    return service
 
 
 def render_model_status() -> None:
@@ -94,23 +152,100 @@ def render_model_status() -> None:
         )
 
 
+def render_health(service: RagService) -> None:
+    """The knowledge base's warnings about a damaged store, as a banner (every page)."""
+    for note in service.kb.health:
+        st.warning(escape_line(note), icon=":material/warning:")
+
+
+# ----- background indexing (the upload queue) -------------------------------------------
+
+
+def track_jobs(jobs: list[IngestJob]) -> None:
+    """Show these queued files' progress, then their results, on the pages of this browser session."""
+    if not st.session_state.get(JOBS_KEY):
+        st.session_state[RESULTS_KEY] = []  # a new round of uploads replaces the last results
+    st.session_state[JOBS_KEY] = list(st.session_state.get(JOBS_KEY) or []) + [job.id for job in jobs]
+
+
+def queue_samples(service: RagService) -> None:
+    """Button callback: send the sample documents to the upload queue."""
+    track_jobs(service.queue_samples())
+
+
+def indexing_running(service: RagService) -> bool:
+    """True while files of this session are being indexed; once all are done, their results
+    move to the session's results (shown by render_indexing)."""
+    ids = st.session_state.get(JOBS_KEY) or []
+    if not ids:
+        return False
+    jobs = service.uploads.jobs(ids)
+    if any(not job.done for job in jobs):
+        return True
+    st.session_state[RESULTS_KEY] = list(st.session_state.get(RESULTS_KEY) or []) + [
+        (job.result.status, job.result.message) for job in jobs]
+    st.session_state[JOBS_KEY] = []
+    service.uploads.forget(ids)
+    return False
+
+
+@st.fragment(run_every=0.5)
+def _indexing_progress(service: RagService) -> None:
+    """Per-file progress bars, redrawn twice a second; the whole page reruns when all are done."""
+    jobs = service.uploads.jobs(st.session_state.get(JOBS_KEY) or [])
+    if all(job.done for job in jobs):
+        st.rerun(scope="app")  # the page then shows the results (and the new documents)
+    for number, job in enumerate(jobs, start=1):
+        stage = "done" if job.done else escape_line(job.stage)
+        st.progress(job.fraction, text=f"{escape_line(job.filename)} ({number}/{len(jobs)}): {stage}")
+    st.caption("Indexing continues if you leave this page; the results wait for you here.")
+
+
+def dismiss_results() -> None:
+    """Forget the results of this session's last uploads (the Dismiss button, or a new message)."""
+    st.session_state[RESULTS_KEY] = []
+
+
+def render_indexing(service: RagService) -> None:
+    """This session's files being indexed (progress), or their results once done, which stay
+    until dismissed: they may arrive while the user is on another page."""
+    if indexing_running(service):
+        _indexing_progress(service)
+        return
+    results = st.session_state.get(RESULTS_KEY) or []
+    for status, message in results:
+        box = {"added": st.success, "new_version": st.info, "unchanged": st.info, "refused": st.error}[status]
+        box(f"{STATUS_ICON[status]} **{STATUS_TEXT[status]}** — {escape_markdown(message)}")
+    if results:
+        st.button("Dismiss", icon=":material/close:", type="tertiary", key="dismiss-upload-results",
+                  on_click=dismiss_results)
+
+
+# ----- answers ----------------------------------------------------------------------------
+
+
 def answer_caption(turn: Turn) -> str:
     """Mode, model and latency under an answer (as escaped Markdown)."""
-    mode = "extractive answer (offline)" if turn.mode == "extractive" else f"generated by {escape_line(turn.model)}"
+    if turn.mode == "llm":
+        mode = f"generated by {escape_line(turn.model)}"
+    elif turn.mode == "not_found":
+        mode = "not in your documents" + (f" · checked by {escape_line(turn.model)}" if turn.model else "")
+    else:
+        mode = "extractive answer (offline)"
     seconds = turn.timings.get("total_ms", 0.0) / 1000
     return f"{mode} · {seconds:.1f} s"
 
 
-def source_heading(source: Source, bold: bool = False) -> str:
+def source_heading(source: Source, bold: bool = False, numbered: bool = True) -> str:
     """'[n] title · file · page p' as escaped Markdown, optionally with '[n] title' in bold."""
-    label = f"\\[{source.n}\\] {escape_line(source.title)}"
+    label = f"\\[{source.n}\\] {escape_line(source.title)}" if numbered else escape_line(source.title)
     return f"{f'**{label}**' if bold else label} · {escape_line(source.filename)} · page {source.page}"
 
 
-def render_source(source: Source, query: str) -> None:
-    """One numbered source: where it is from, the cited passage highlighted, the scores."""
-    st.markdown(source_heading(source, bold=True))
-    st.markdown("> " + highlight_markdown(" ".join(source.quote.split()), query))
+def render_source(source: Source, query: str, numbered: bool = True) -> None:
+    """One source: where it is from, the passage it relies on (query words highlighted), the scores."""
+    st.markdown(source_heading(source, bold=True, numbered=numbered))
+    st.markdown(quote_markdown(source.quote, query))
     scores = [f"relevance {source.score:.2f}"]
     if source.dense_score is not None:
         scores.append(f"semantic {source.dense_score:.2f}")
@@ -119,31 +254,62 @@ def render_source(source: Source, query: str) -> None:
     st.caption(" · ".join(scores))
 
 
-def render_sources(turn: Turn, expanded: bool = False) -> None:
-    """The citation panel of one answer."""
-    cited = [s for s in turn.sources if s.cited]
-    others = [s for s in turn.sources if not s.cited]
-    if not turn.sources:
+def render_source_panel(sources: list[Source], question: str, searched_as: str, expanded: bool = False) -> None:
+    """The citation panel of one answer: cited sources, then what was also retrieved."""
+    if not sources:
         return
-    with st.expander(f":material/attach_file: Sources — {len(cited)} cited, {len(others)} also retrieved", expanded=expanded):
-        if turn.standalone_question != turn.question:
-            st.caption(f":material/search: Searched as: {escape_line(turn.standalone_question)}")
+    cited = [s for s in sources if s.cited]
+    others = [s for s in sources if not s.cited]
+    label = (f":material/attach_file: Sources — {len(cited)} cited, {len(others)} also retrieved" if cited
+             else f":material/attach_file: Sources — {len(others)} retrieved")
+    with st.expander(label, expanded=expanded):
+        if searched_as and searched_as != question:
+            st.caption(f":material/search: Searched as: {escape_line(searched_as)}")
         for source in cited:
-            render_source(source, turn.standalone_question)
-        if others:
+            render_source(source, searched_as or question)
+        if others and cited:
             st.markdown("**Also retrieved**")
             for source in others:
                 st.caption(f"{source_heading(source)} · relevance {source.score:.2f}")
+        elif others:
+            for source in others:
+                render_source(source, searched_as or question)
+
+
+def render_closest(sources: list[Source], query: str, expanded: bool = False) -> None:
+    """For an answer that is not in the documents: the closest passages, never as [n] sources."""
+    if not sources:
+        return
+    label = f":material/search_off: Closest matches (not used as sources) — {len(sources)}"
+    with st.expander(label, expanded=expanded):
+        st.caption("The answer is not in your documents; these passages came closest.")
+        for source in sources:
+            render_source(source, query, numbered=False)
+
+
+def render_trace(turn: Turn) -> None:
+    """A collapsed, readable account of the steps that produced an answer."""
+    steps = turn.trace
+    if not steps:
+        return
+    with st.expander(":material/route: How this was answered", expanded=False):
+        st.markdown("\n".join(f"{number}. **{escape_line(step.step)}** — {escape_line(step.detail)}"
+                               for number, step in enumerate(steps, start=1)))
 
 
 def render_turn(turn: Turn, latest: bool = False) -> None:
-    """A question and its answer with the source panel."""
+    """A question and its answer with the source panel (or the closest matches) and its trace."""
     with st.chat_message("user"):
         st.markdown(escape_markdown(turn.question))
     with st.chat_message("assistant"):
         if turn.error:
-            st.warning(f"The model could not answer ({escape_line(turn.error)}); showing the extractive answer instead.",
+            st.warning(f"The model could not answer ({escape_line(turn.error)}); "
+                       "showing the extractive answer instead.",
                        icon=":material/warning:")
         st.markdown(safe_answer_markdown(turn.answer))
         st.caption(answer_caption(turn))
-        render_sources(turn, expanded=latest)
+        if turn.found:
+            render_source_panel(turn.sources, turn.question, turn.standalone_question, expanded=latest)
+        else:
+            render_closest(turn.closest, turn.standalone_question or turn.question)
+        render_trace(turn)

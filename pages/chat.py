@@ -3,69 +3,111 @@
 import streamlit as st
 
 from pages._access import require_access
-from pages._widgets import STATUS_ICON, get_service, render_turn
-from ragkit.chat import QuestionError, check_question
+from pages._widgets import (
+    UPLOAD_TYPES,
+    dismiss_results,
+    get_service,
+    indexing_running,
+    queue_samples,
+    render_closest,
+    render_indexing,
+    render_source_panel,
+    render_turn,
+    track_jobs,
+)
+from ragkit.chat import QuestionError
 from ragkit.history import SessionError, new_session_id, validate_session_id
-from ragkit.loaders import SUPPORTED_TYPES
+from ragkit.kb import plural
+from ragkit.llm import chat_models
 from ragkit.render import escape_line, escape_markdown, safe_answer_markdown
-from ragkit.retrieval import SearchFilters
+from ragkit.retrieval import SearchFilters, allowed_documents
+from ragkit.stats import conversation_labels
+
+PENDING = "pending-question"  # a question sent with files: answered once the files are indexed
 
 require_access()
 st.title("Chat with your documents")
 service = get_service()
+history = service.history
 
 
 def current_session_id() -> str:
-    """The session in the URL (or the last one used in this tab); a new one otherwise."""
-    session_id = st.query_params.get("session") or st.session_state.get("session_id", "")
+    """The conversation to show: one just picked in the sidebar, else the one in the URL (or the
+    last one used in this tab), else a new one. The URL always names it, so a reload reopens it."""
+    session_id = (st.session_state.pop("switch-to", None) or st.query_params.get("session")
+                  or st.session_state.get("session_id", ""))
     try:
         validate_session_id(session_id)
     except SessionError:
         session_id = new_session_id()
-    st.query_params["session"] = session_id
+    if st.query_params.get("session") != session_id:
+        st.query_params["session"] = session_id  # in the script run: a change made in a callback never reaches the URL
     st.session_state["session_id"] = session_id
     return session_id
 
 
 def switch_to(session_id: str) -> None:
-    st.query_params["session"] = session_id
-    st.session_state["session_id"] = session_id
+    """Button callback: show ``session_id`` from this run on."""
+    st.session_state["switch-to"] = session_id
+
+
+def start_new_conversation() -> None:
+    switch_to(new_session_id())
+
+
+def rename_conversation(session_id: str) -> None:
+    title = st.session_state.get(f"rename-title-{session_id}", "")
+    if title.strip():
+        history.rename(session_id, title)
+    st.session_state[f"rename-{session_id}"] = False  # close the popover
+
+
+def delete_conversation(session_id: str) -> None:
+    history.delete(session_id)
+    start_new_conversation()
+
+
+def choose_model(session_id: str) -> None:
+    history.set_session_model(session_id, st.session_state[f"model-{session_id}"])
+
+
+def clear_filters(session_id: str) -> None:
+    st.session_state[f"filter-docs-{session_id}"] = []
+    st.session_state[f"filter-tags-{session_id}"] = []
 
 
 session_id = current_session_id()
-history = service.history
 
 with st.sidebar:
     st.markdown("#### Conversations")
-    st.button("New conversation", icon=":material/add:", width="stretch", on_click=switch_to, args=(new_session_id(),))
+    st.button("New conversation", icon=":material/add:", width="stretch", on_click=start_new_conversation)
     sessions = history.list_sessions()
+    labels = conversation_labels(sessions)
     if not any(info.id == session_id for info in sessions):
-        st.button("New conversation (current)", icon=":material/chat_bubble:", key="current-new", width="stretch", disabled=True)
+        st.button("New conversation (current)", icon=":material/chat_bubble:", key="current-new", width="stretch",
+                  disabled=True)
     for info in sessions[:40]:
-        is_current = info.id == session_id
         st.button(
-            escape_line(info.title or info.id),  # a button label renders Markdown, images included
+            escape_line(labels[info.id]),  # a button label renders Markdown, images included
             key=f"session-{info.id}",
             width="stretch",
-            type="primary" if is_current else "secondary",
+            type="primary" if info.id == session_id else "secondary",
             on_click=switch_to,
             args=(info.id,),
-            help=f"{info.turns} questions · id {info.id}",
+            help=f"{plural(info.turns, 'question')} · id {info.id}",
         )
     if history.exists(session_id):
         info = history.session(session_id)
         rename_col, delete_col = st.columns(2)
-        with rename_col.popover("Rename", icon=":material/edit:", width="stretch"):
-            new_title = st.text_input("Title", value=info.title, key="rename-title")
-            if st.button("Save title", key="rename-save"):
-                history.rename(session_id, new_title or info.title)
-                st.rerun()
+        with rename_col.popover("Rename", icon=":material/edit:", width="stretch", key=f"rename-{session_id}",
+                                on_change="rerun"):
+            with st.form(f"rename-form-{session_id}", border=False):
+                st.text_input("Title", value=info.title, key=f"rename-title-{session_id}")
+                st.form_submit_button("Save title", on_click=rename_conversation, args=(session_id,))
         with delete_col.popover("Delete", icon=":material/delete:", width="stretch"):
             st.write("Delete this conversation and all its answers?")
-            if st.button("Yes, delete", type="primary", key="delete-session"):
-                history.delete(session_id)
-                switch_to(new_session_id())
-                st.rerun()
+            st.button("Yes, delete", type="primary", key="delete-session", on_click=delete_conversation,
+                      args=(session_id,))
         export_md, export_json = st.columns(2)
         export_md.download_button(
             ".md", data=history.export_markdown(session_id), file_name=f"ragkit-{session_id}.md",
@@ -76,6 +118,14 @@ with st.sidebar:
             mime="application/json", icon=":material/download:", width="stretch",
         )
 
+    choices = chat_models(service.settings)
+    if len(choices) > 1:  # a model is configured: each conversation picks its own (remembered)
+        ids = [choice.id for choice in choices]
+        current = service.engine.model_for(session_id).id
+        st.selectbox("Answer with", ids, index=ids.index(current) if current in ids else 0,
+                     format_func={choice.id: choice.label for choice in choices}.get, key=f"model-{session_id}",
+                     on_change=choose_model, args=(session_id,), help="Remembered for this conversation")
+
     documents = service.kb.documents()
     st.markdown("#### Search only in…")
     titles = {doc.id: f"{doc.title} ({doc.filename})" for doc in documents}  # options are plain text, not Markdown
@@ -85,25 +135,17 @@ with st.sidebar:
                                  placeholder="all tags")
 
 filters = SearchFilters(doc_ids=chosen_docs or None, tags=chosen_tags or None)
+indexing = indexing_running(service)
 
-if not documents:
+if not documents and not indexing:
     st.info(
         "**Your knowledge base is empty.** Add your own files on the **Documents** page, drop them into "
         "the chat box below, or start with the bundled user guide (English and 中文).",
         icon=":material/inbox:",
     )
-    if st.button("Load the sample documents", icon=":material/auto_stories:", type="primary"):
-        bar = st.progress(0.0, text="Loading samples…")
-        results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=escape_line(stage)))
-        bar.empty()
-        st.session_state["sample-results"] = [r.message for r in results]
-        st.rerun()
+    st.button("Load the sample documents", icon=":material/auto_stories:", type="primary",
+              on_click=queue_samples, args=(service,))
     st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
-
-for message in st.session_state.pop("sample-results", []):
-    st.success(escape_markdown(message), icon=":material/check_circle:")
-for status, message in st.session_state.pop("upload-results", []):
-    (st.error if status == "refused" else st.success)(f"{STATUS_ICON[status]} {escape_markdown(message)}")
 
 turns = history.turns(session_id)
 if documents and not turns:
@@ -114,52 +156,92 @@ if documents and not turns:
 for index, turn in enumerate(turns):
     render_turn(turn, latest=index == len(turns) - 1)
 
-prompt = st.chat_input(
-    "Ask a question about your documents… / 输入你的问题…",
-    accept_file="multiple",
-    file_type=sorted(ext.lstrip(".") for ext in SUPPORTED_TYPES),
-)
+render_indexing(service)
 
-if prompt:
-    uploads = prompt.files or []
-    for number, upload in enumerate(uploads, start=1):
-        bar = st.progress(0.0, text=f"Adding {escape_line(upload.name)} ({number}/{len(uploads)})…")
-        result = service.ingest_upload(
-            upload.name, upload.getvalue(),
-            progress=lambda stage, fraction, name=escape_line(upload.name), bar=bar: bar.progress(
-                min(fraction, 1.0), text=f"{name}: {escape_line(stage)}"),
-        )
-        bar.empty()
-        st.session_state.setdefault("upload-results", []).append((result.status, result.message))
-    question = prompt.text or ""
-    if question.strip():
-        try:
-            check_question(question)
-        except QuestionError as exc:
-            st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
-            st.stop()
+
+def show_event(event: dict, areas: dict) -> None:
+    """Draw one event of the engine's stream in the answer bubble."""
+    kind = event["type"]
+    if kind == "token":
+        areas["text"] += event["text"]
+        areas["answer"].markdown(safe_answer_markdown(areas["text"]) + " ▌")
+    elif kind == "standalone" or (kind == "status" and event.get("standalone_question")):
+        areas["searched_as"] = event.get("question") or event.get("standalone_question")
+        areas["status"].caption(f":material/search: Searching for: {escape_line(areas['searched_as'])}")
+    elif kind == "status" and event.get("text"):
+        areas["status"].caption(f":material/pending: {escape_line(event['text'])}")
+    elif kind == "sources":
+        with areas["sources"].container():
+            if event.get("found", True):
+                render_source_panel(event["sources"], areas["question"], areas.get("searched_as", ""))
+            else:
+                render_closest(event["sources"], areas.get("searched_as") or areas["question"])
+    elif kind == "reset":
+        areas["text"] = ""
+        areas["answer"].empty()
+        areas["status"].warning(f"The model failed ({escape_line(str(event['error']))}); "
+                                "answering from the documents instead.", icon=":material/warning:")
+
+
+def answer(question: str) -> None:
+    """Stream the engine's answer to ``question``, then show the conversation as recorded.
+
+    The engine checks the question; a QuestionError is shown as a hint, in place of the question."""
+    asked = st.empty()
+    with asked.container():
         with st.chat_message("user"):
             st.markdown(escape_markdown(question))
         with st.chat_message("assistant"):
-            status = st.empty()
-            answer_area = st.empty()
-            text = ""
-            try:
-                for event in service.engine.stream(session_id, question, filters):
-                    if event["type"] == "token":
-                        text += event["text"]
-                        answer_area.markdown(safe_answer_markdown(text) + " ▌")
-                    elif event["type"] == "status" and event.get("standalone_question"):
-                        status.caption(f":material/search: Searching for: {escape_line(event['standalone_question'])}")
-                    elif event["type"] == "reset":
-                        text = ""
-                        status.warning(f"The model failed ({escape_line(str(event['error']))}); answering from the documents instead.")
-            except QuestionError as exc:
-                st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
-                st.stop()
-            except Exception as exc:  # never a traceback in the page
-                st.error(f"Sorry, the question could not be answered: {escape_markdown(str(exc))}", icon=":material/error:")
-                st.stop()
+            areas = {"status": st.empty(), "answer": st.empty(), "sources": st.empty(), "text": "",
+                     "question": question}
+    try:
+        for event in service.engine.stream(session_id, question, filters):
+            show_event(event, areas)
+    except QuestionError as exc:
+        asked.empty()
+        st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
+        return
+    except Exception as exc:  # never a traceback in the page
+        st.error(f"Sorry, the question could not be answered: {escape_markdown(str(exc))}", icon=":material/error:")
+        return
+    st.rerun()
+
+
+pending = st.session_state.get(PENDING)
+if pending and pending[0] != session_id:
+    pending = None  # the user moved to another conversation meanwhile: ask there when they come back
+elif pending and indexing:
+    with st.chat_message("user"):
+        st.markdown(escape_markdown(pending[1]))
+    with st.chat_message("assistant"):
+        st.caption(":material/hourglass_top: Answering once your files are indexed…")
+elif pending:
+    del st.session_state[PENDING]
+    answer(pending[1])
+
+allowed = allowed_documents(filters, documents)
+if allowed is not None:
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key="filter-note"):
+        st.caption(f":material/filter_alt: Searching {len(allowed)} of {plural(len(documents), 'document')} ·",
+                   width="content")
+        st.button("clear", type="tertiary", key="clear-filters", on_click=clear_filters, args=(session_id,))
+
+prompt = st.chat_input(
+    "Ask a question about your documents… / 输入你的问题…",
+    accept_file="multiple",
+    file_type=UPLOAD_TYPES,
+)
+
+if prompt:
+    dismiss_results()  # the last uploads' results make way for the new message
+    files = prompt.files or []
+    if files:
+        track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), []) for upload in files]))
+    question = prompt.text or ""
+    if files and question.strip():
+        st.session_state[PENDING] = (session_id, question)
         st.rerun()
-    elif prompt.files:
+    elif files:
         st.rerun()
+    else:
+        answer(question)

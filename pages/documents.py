@@ -1,20 +1,36 @@
-"""Documents page: drag-and-drop upload with per-file progress, the document table, details."""
+"""Documents page: drag-and-drop upload with per-file progress, the document table, details.
+
+The selected document is remembered by its id, never by its row: saving re-sorts
+nothing (the table is ordered by when each document was added) and the table's
+selection is set from the id on every run, so the detail panel and its Delete button
+always belong to the document the user picked.
+"""
 
 import streamlit as st
 
 from pages._access import require_access
-from pages._widgets import STATUS_ICON, STATUS_TEXT, get_service
-from ragkit.kb import normalize_tags, plural
-from ragkit.loaders import SUPPORTED_TYPES
+from pages._widgets import (
+    UPLOAD_TYPES,
+    UPLOAD_TYPES_LABEL,
+    get_service,
+    indexing_running,
+    queue_samples,
+    quote_markdown,
+    render_indexing,
+    track_jobs,
+)
+from ragkit.kb import plural
 from ragkit.render import escape_line, escape_markdown
 from ragkit.stats import documents_frame
+
+SELECTED, TABLE, TABLE_IDS = "selected-document", "documents-table", "documents-table-ids"
 
 require_access()
 st.title("Documents")
 service = get_service()
 kb = service.kb
 
-st.markdown("Drop PDF, Word, text, Markdown, HTML or CSV files. Each file is read, split into passages and indexed.")
+st.markdown(f"Drop {UPLOAD_TYPES_LABEL} files. Each file is read, split into passages and indexed in the background.")
 upload_col, tag_col = st.columns([3, 1])
 with tag_col:
     upload_tags = st.text_input("Tags for new files", placeholder="e.g. finance, 2026",
@@ -22,114 +38,102 @@ with tag_col:
 with upload_col:
     uploads = st.file_uploader(
         "Add documents",
-        type=sorted(ext.lstrip(".") for ext in SUPPORTED_TYPES),
+        type=UPLOAD_TYPES,
         accept_multiple_files=True,
         key=f"uploader-{st.session_state.get('uploader-round', 0)}",
     )
 
 if uploads:
-    jobs = [service.uploads.submit(upload.name, upload.getvalue(), normalize_tags([upload_tags])) for upload in uploads]
-    st.session_state.setdefault("ingest-jobs", []).extend(job.id for job in jobs)
-    st.session_state["indexing-results"] = []
+    track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), [upload_tags]) for upload in uploads]))
     # A fresh uploader key empties the drop zone so the same files are not queued twice.
     st.session_state["uploader-round"] = st.session_state.get("uploader-round", 0) + 1
     st.rerun()
 
-
-def show_indexing_progress(job_ids: list[str]) -> None:
-    """Per-file progress of this session's uploads until all are done, then their results.
-
-    Leaving the page stops this loop, not the indexing: coming back resumes it.
-    """
-    jobs = service.uploads.jobs(job_ids)
-    bars = [st.progress(0.0, text=f"{escape_line(job.filename)}: waiting") for job in jobs]
-    st.caption("Indexing continues if you leave this page; the results appear here when you come back.")
-    while True:
-        finished = service.uploads.wait(job_ids, timeout_s=0.3)
-        for number, (bar, job) in enumerate(zip(bars, jobs), start=1):
-            stage = "done" if job.done else escape_line(job.stage)
-            bar.progress(job.fraction, text=f"{escape_line(job.filename)} ({number}/{len(jobs)}): {stage}")
-        if finished:
-            break
-    st.session_state["indexing-results"] = [(job.result.status, job.result.message) for job in jobs]
-    st.session_state["ingest-jobs"] = []
-    service.uploads.forget(job_ids)
-    st.rerun()
-
-
-if job_ids := st.session_state.get("ingest-jobs"):
-    show_indexing_progress(job_ids)
-
-# Results stay until dismissed or the next upload: they may arrive while the user is elsewhere.
-if upload_results := st.session_state.get("indexing-results"):
-    for status, message in upload_results:
-        box = {"added": st.success, "new_version": st.info, "unchanged": st.info, "refused": st.error}[status]
-        box(f"{STATUS_ICON[status]} **{STATUS_TEXT[status]}** — {escape_markdown(message)}")
-    if st.button("Dismiss", icon=":material/close:", type="tertiary", key="dismiss-upload-results"):
-        st.session_state["indexing-results"] = []
-        st.rerun()
+render_indexing(service)  # progress while indexing; results stay until dismissed
 
 if notice := st.session_state.pop("doc-notice", None):
     st.success(escape_markdown(notice), icon=":material/check_circle:")
 
 documents = kb.documents()
 if not documents:
-    st.info("No documents yet. Drop files above, or load the bundled user guide to try ragkit out.", icon=":material/inbox:")
-    if st.button("Load the sample documents", icon=":material/auto_stories:", type="primary"):
-        bar = st.progress(0.0, text="Loading samples…")
-        results = service.load_samples(lambda stage, fraction: bar.progress(min(fraction, 1.0), text=escape_line(stage)))
-        st.session_state["indexing-results"] = [(r.status, r.message) for r in results]
-        st.rerun()
+    if not indexing_running(service):
+        st.info("No documents yet. Drop files above, or load the bundled user guide to try ragkit out.",
+                icon=":material/inbox:")
+        st.button("Load the sample documents", icon=":material/auto_stories:", type="primary",
+                  on_click=queue_samples, args=(service,))
     st.stop()
 
-st.subheader(f"Knowledge base · {plural(len(documents), 'document')} · {plural(sum(d.chunks for d in documents), 'passage')}")
+
+def remember_selection() -> None:
+    """Table callback: the row the user picked, as the id of the document shown in that row."""
+    rows = st.session_state[TABLE]["selection"]["rows"]
+    shown = st.session_state.get(TABLE_IDS, [])
+    st.session_state[SELECTED] = shown[rows[0]] if rows and rows[0] < len(shown) else None
+
+
+st.subheader(f"Knowledge base · {plural(len(documents), 'document')} · "
+             f"{plural(sum(d.chunks for d in documents), 'passage')}")
 query = st.text_input("Search documents", placeholder="title, file name or tag", label_visibility="collapsed")
-frame = documents_frame(kb)
+frame = documents_frame(kb).sort_values(["added", "id"], ascending=[False, True], ignore_index=True)
 if query.strip():
     needle = query.strip().lower()
     mask = frame[["title", "file", "tags", "type"]].apply(lambda col: col.str.lower().str.contains(needle, regex=False))
-    frame = frame[mask.any(axis=1)]
-selection = st.dataframe(
-    frame.drop(columns=["id", "updated"]),
+    frame = frame[mask.any(axis=1)].reset_index(drop=True)
+
+shown_ids = list(frame["id"])
+selected = st.session_state.get(SELECTED)
+wanted_rows = [shown_ids.index(selected)] if selected in shown_ids else []
+table_state = st.session_state.get(TABLE)
+if table_state is None or list(table_state["selection"]["rows"]) != wanted_rows:  # a dict when set below
+    st.session_state[TABLE] = {"selection": {"rows": wanted_rows, "columns": [], "cells": []}}
+st.session_state[TABLE_IDS] = shown_ids
+st.dataframe(
+    frame,
     hide_index=True,
     width="stretch",
-    on_select="rerun",
+    on_select=remember_selection,
     selection_mode="single-row",
+    column_order=["title", "file", "chunks", "tags", "added"],  # fits 1280 px; the rest is in the detail panel
     column_config={
-        "title": st.column_config.TextColumn("Title", width="medium"),
-        "file": "File", "type": "Type", "pages": "Pages", "chunks": "Passages", "tokens": "Tokens",
-        "tags": "Tags", "version": "Version", "size_kb": st.column_config.NumberColumn("Size (KB)"),
-        "added": st.column_config.DatetimeColumn("Added", format="YYYY-MM-DD HH:mm"),
+        "title": st.column_config.TextColumn("Title", width=240),
+        "file": st.column_config.TextColumn("File", width=200),
+        "chunks": st.column_config.NumberColumn("Passages", width=80),
+        "tags": st.column_config.TextColumn("Tags", width=120),
+        "added": st.column_config.DatetimeColumn("Added", format="YYYY-MM-DD HH:mm", width=140),
     },
-    key="documents-table",
+    key=TABLE,
 )
-rows = selection.selection.rows if selection else []
-if not rows:
-    st.caption("Select a row to edit its tags, preview its passages or delete it.")
+
+doc = kb.document(selected) if selected in shown_ids else None
+if doc is None:
+    st.caption("Select a row to edit its title and tags, preview its passages or delete it.")
     st.stop()
 
-doc = kb.document(frame.iloc[rows[0]]["id"])
-if doc is None:
-    st.stop()
 st.markdown(f"### {escape_line(doc.title)}")
 st.caption(f"{escape_line(doc.filename)} · {escape_line(doc.doc_type)} · {plural(doc.pages, 'page')} · "
-           f"{plural(doc.chunks, 'passage')} · version {doc.version} · id {escape_line(doc.id)}")
+           f"{plural(doc.chunks, 'passage')} · {plural(doc.tokens, 'token')} · {doc.size_bytes / 1024:.1f} KB · "
+           f"version {doc.version} · id {escape_line(doc.id)}")
 edit_col, delete_col = st.columns([3, 1])
 with edit_col.form(f"edit-{doc.id}"):
     title = st.text_input("Title", value=doc.title)
     tags = st.text_input("Tags", value=", ".join(doc.tags), help="Comma-separated")
     if st.form_submit_button("Save"):
-        kb.update_metadata(doc.id, title=title, tags=normalize_tags([tags]))
+        kb.update_metadata(doc.id, title=title, tags=[tags])
         st.session_state["doc-notice"] = f"{doc.filename}: details saved"
         st.rerun()
 with delete_col.popover("Delete document", icon=":material/delete:", width="stretch"):
-    st.write(f"Delete **{escape_line(doc.filename)}** and its {doc.chunks} passages? Answers already given keep their quotes.")
+    st.write(f"Delete **{escape_line(doc.filename)}** and its {plural(doc.chunks, 'passage')}? "
+             "Answers already given keep their quotes.")
     if st.button("Yes, delete", type="primary", key=f"delete-{doc.id}"):
-        kb.delete(doc.id)
+        try:
+            kb.delete(doc.id)
+        except KeyError:
+            pass  # already deleted (from another tab or the command line)
+        st.session_state[SELECTED] = None
         st.session_state["doc-notice"] = f"{doc.filename}: deleted"
         st.rerun()
 
 with st.expander(f"Preview passages ({doc.chunks})", expanded=False):
     for passage in kb.passages(doc.id)[:200]:
-        st.caption(f"Passage {passage.position + 1} · page {passage.page} · {passage.tokens} tokens")
-        st.markdown("> " + escape_line(passage.text))
+        st.caption(f"Passage {passage.position + 1} · page {passage.page} · {plural(passage.tokens, 'token')}")
+        st.markdown(quote_markdown(passage.text))

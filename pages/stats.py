@@ -1,26 +1,50 @@
-"""Stats page: the knowledge base and its use, as charts."""
+"""Stats page: the knowledge base and its use, as charts that fit their column."""
 
 import altair as alt
 import streamlit as st
 
 from pages._access import require_access
 from pages._widgets import get_service
-from ragkit.stats import documents_by, documents_frame, overview, questions_over_time, token_usage, turns_frame
+from ragkit.stats import (
+    conversation_labels,
+    documents_by,
+    documents_frame,
+    overview,
+    questions_over_time,
+    token_usage,
+    turns_frame,
+)
 
 require_access()
 st.title("Stats")
 COUNT_AXIS = alt.Axis(tickMinStep=1, format="d")
+LABEL_AXIS = alt.Axis(labelLimit=180)  # long titles end in "…" instead of widening the chart
 service = get_service()
 kb, history = service.kb, service.history
 
+
+def chart(spec: alt.Chart) -> None:
+    """An Altair chart as wide as its column."""
+    st.altair_chart(spec, width="stretch")
+
+
+def bars(frame, x: str, y: str, title: str, color: str, count: bool = False) -> alt.Chart:
+    """Horizontal bars, one per row of ``frame``, longest first."""
+    return alt.Chart(frame).mark_bar(color=color).encode(
+        x=alt.X(f"{x}:Q", title=title, axis=COUNT_AXIS if count else alt.Axis()),
+        y=alt.Y(f"{y}:N", sort="-x", title=None, axis=LABEL_AXIS),
+        tooltip=[y, x],
+    )
+
+
 summary = overview(kb, history)
-cols = st.columns(6)
-cols[0].metric("Documents", summary.documents)
-cols[1].metric("Passages", summary.chunks)
-cols[2].metric("Tokens indexed", f"{summary.tokens:,}")
-cols[3].metric("Conversations", summary.sessions)
-cols[4].metric("Questions", summary.questions)
-cols[5].metric("Median answer time", f"{summary.median_latency_ms / 1000:.2f} s")
+with st.container(horizontal=True, gap="medium"):
+    st.metric("Documents", summary.documents)
+    st.metric("Passages", summary.chunks)
+    st.metric("Tokens indexed", f"{summary.tokens:,}")
+    st.metric("Conversations", summary.sessions)
+    st.metric("Questions", summary.questions)
+    st.metric("Median answer time", f"{summary.median_latency_ms / 1000:.2f} s")
 
 if not summary.documents:
     st.info("No documents yet: add some on the Documents page and the charts will fill in.", icon=":material/inbox:")
@@ -30,19 +54,19 @@ st.subheader("Knowledge base")
 left, right = st.columns(2)
 with left:
     st.markdown("**Documents by type**")
-    st.altair_chart(alt.Chart(documents_by(kb, "type")).mark_bar().encode(
-        x=alt.X("documents:Q", title="documents", axis=COUNT_AXIS), y=alt.Y("type:N", sort="-x", title=None)), width="stretch")
+    chart(bars(documents_by(kb, "type"), "documents", "type", "documents", "#2563eb", count=True))
 with right:
     st.markdown("**Documents by tag**")
-    st.altair_chart(alt.Chart(documents_by(kb, "tag")).mark_bar(color="#16a34a").encode(
-        x=alt.X("documents:Q", title="documents", axis=COUNT_AXIS), y=alt.Y("tag:N", sort="-x", title=None)), width="stretch")
+    chart(bars(documents_by(kb, "tag"), "documents", "tag", "documents", "#16a34a", count=True))
 
 docs = documents_frame(kb)
-st.markdown("**Passages and tokens per document**")
-long = docs.melt(id_vars=["title"], value_vars=["chunks", "tokens"], var_name="measure", value_name="count")
-st.altair_chart(alt.Chart(long).mark_bar().encode(
-    x=alt.X("count:Q", title=None), y=alt.Y("title:N", sort="-x", title=None), color="measure:N",
-    column=alt.Column("measure:N", title=None)).resolve_scale(x="independent"), width="content")
+left, right = st.columns(2)
+with left:
+    st.markdown("**Passages per document**")
+    chart(bars(docs, "chunks", "title", "passages", "#0891b2", count=True))
+with right:
+    st.markdown("**Tokens per document**")
+    chart(bars(docs, "tokens", "title", "tokens", "#ea580c"))
 
 st.subheader("Questions and answers")
 turns = turns_frame(history)
@@ -53,27 +77,39 @@ if turns.empty:
 left, right = st.columns(2)
 with left:
     st.markdown("**Questions over time**")
-    freq = "h" if (turns["asked"].max() - turns["asked"].min()).days < 2 else "D"
-    st.altair_chart(alt.Chart(questions_over_time(turns, freq)).mark_bar().encode(
-        x=alt.X("period:T", title=None), y=alt.Y("questions:Q", axis=COUNT_AXIS)), width="stretch")
+    hourly = (turns["asked"].max() - turns["asked"].min()).days < 2
+    per_period = questions_over_time(turns, "h" if hourly else "D")
+    per_period["when"] = per_period["period"].dt.strftime("%b %d %H:00" if hourly else "%b %d")
+    chart(alt.Chart(per_period).mark_bar().encode(  # one bar per hour or day, even for a single one
+        x=alt.X("when:O", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+        y=alt.Y("questions:Q", axis=COUNT_AXIS), tooltip=["when", "questions"]))
 with right:
     st.markdown("**Answer latency (seconds)**")
     latency = turns.assign(seconds=turns["latency_ms"] / 1000)
-    st.altair_chart(alt.Chart(latency).mark_bar().encode(
-        x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"), y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS),
-        color=alt.Color("mode:N")), width="stretch")
+    chart(alt.Chart(latency).mark_bar().encode(
+        x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"),
+        y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS),
+        color=alt.Color("mode:N", legend=alt.Legend(orient="bottom"))))
 
 left, right = st.columns(2)
 with left:
-    st.markdown("**Token usage per session and model**")
-    usage = token_usage(turns).melt(id_vars=["session", "model"], var_name="direction", value_name="tokens")
-    if usage["tokens"].sum() == 0:
-        st.caption("Extractive answers use no model tokens.")
-    st.altair_chart(alt.Chart(usage).mark_bar().encode(
-        x=alt.X("tokens:Q"), y=alt.Y("session:N", title=None), color="direction:N",
-        tooltip=["session", "model", "direction", "tokens"]), width="stretch")
+    st.markdown("**Model tokens per conversation**")
+    usage = token_usage(turns, conversation_labels(history.list_sessions()))
+    if usage[["input_tokens", "output_tokens"]].to_numpy().sum() == 0:
+        st.info("No model tokens used yet: every answer so far was extractive (offline), which costs none.",
+                icon=":material/cloud_off:")
+    else:
+        usage = usage.rename(columns={"input_tokens": "prompt", "output_tokens": "answer"}).melt(
+            id_vars=["conversation", "model"], value_vars=["prompt", "answer"], var_name="tokens for",
+            value_name="tokens")
+        chart(alt.Chart(usage).mark_bar().encode(
+            x=alt.X("tokens:Q", title="tokens"), y=alt.Y("conversation:N", title=None, axis=LABEL_AXIS),
+            color=alt.Color("tokens for:N", legend=alt.Legend(orient="bottom")),
+            tooltip=["conversation", "model", "tokens for", "tokens"]))
 with right:
     st.markdown("**Retrieval score of the best passage**")
-    st.altair_chart(alt.Chart(turns).mark_bar(color="#9333ea").encode(
-        x=alt.X("top_score:Q", bin=alt.Bin(maxbins=20), title="relevance"), y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS)),
-        width="stretch")
+    scores = turns.assign(top_score=turns["top_score"].clip(0.0, 1.0))
+    chart(alt.Chart(scores).mark_bar(color="#9333ea").encode(  # fixed 0-1 bins: equal scores still make a bar
+        x=alt.X("top_score:Q", bin=alt.Bin(extent=[0, 1], step=0.05), title="relevance",
+                scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS)))

@@ -64,7 +64,8 @@ _EN_WORDS = (
     "retrieval index document passage answer question model vector chunk token search "
     "storage session history citation source page budget latency memory network server"
 ).split()
-_ZH_WORDS = "检索 索引 文档 段落 答案 问题 模型 向量 分块 词元 搜索 存储 会话 历史 引用 来源 页面 预算 延迟 内存".split()
+_ZH_WORDS = ("检索 索引 文档 段落 答案 问题 模型 向量 分块 词元 "
+             "搜索 存储 会话 历史 引用 来源 页面 预算 延迟 内存").split()
 _SYLLABLES = "ka lo mi ne ru sa te vi zo pa qu ri do fe ga hu ji ke ly mo".split()
 _HANZI = "山水风云花草木石江河湖海天地日月星光春夏秋冬东南西北金银铜铁茶米鱼鸟马牛羊城乡路桥门窗书画诗歌"
 

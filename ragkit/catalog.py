@@ -28,8 +28,8 @@ from pathlib import Path
 
 from sqlalchemy import Connection, text
 
-from .errors import CatalogError
 from .db import DatabaseUnreadable, open_migrated, read, write
+from .errors import CatalogError
 from .passages import Passage
 
 WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -369,8 +369,9 @@ class Catalog:
             rows = conn.execute(text("SELECT id, text FROM passages")).all()
         with write(self._engine) as conn:
             for start in range(0, len(rows), 1000):
+                batch = rows[start : start + 1000]
                 conn.execute(text("UPDATE passages SET terms = :terms WHERE id = :id"),
-                             [{"id": pid, "terms": " ".join(tokenize(body))} for pid, body in rows[start : start + 1000]])
+                             [{"id": pid, "terms": " ".join(tokenize(body))} for pid, body in batch])
             _bump(conn, "revision")
         return len(rows)
 

@@ -35,7 +35,9 @@ def check_question(question: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # undecodable bytes from a terminal arrive as lone surrogates
-        raise QuestionError("The question contains bytes that are not valid UTF-8 text. / 问题中有无法识别的字符。") from None
+        raise QuestionError(
+            "The question contains bytes that are not valid UTF-8 text. / 问题中有无法识别的字符。"
+        ) from None
     if not any(ch.isalnum() for ch in text):
         raise QuestionError("The question has no words in it, only punctuation. / 问题里只有标点符号，请输入文字。")
     if len(text) > MAX_QUESTION_CHARS:

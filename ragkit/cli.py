@@ -89,7 +89,9 @@ def cmd_docs(args) -> int:
     print(header)
     for d in documents:
         added = datetime.fromtimestamp(d.created_at).strftime("%Y-%m-%d %H:%M")
-        print(f"{d.id:<12}  {_clip(d.title, 32):<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  {_clip(','.join(d.tags), 16):<16} {d.version:>3}  {added}")
+        tags = _clip(",".join(d.tags), 16)
+        print(f"{d.id:<12}  {_clip(d.title, 32):<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  "
+              f"{tags:<16} {d.version:>3}  {added}")
     return 0
 
 
@@ -120,7 +122,8 @@ def cmd_search(args) -> int:
     for rank, hit in enumerate(hits, start=1):
         dense = f"{hit.dense_score:.3f}" if hit.dense_score is not None else "-"
         lexical = f"{hit.lexical_score:.2f}" if hit.lexical_score is not None else "-"
-        print(f"{rank}. {hit.title} ({hit.filename}, p.{hit.page})  score {hit.score:.3f}  dense {dense}  bm25 {lexical}")
+        print(f"{rank}. {hit.title} ({hit.filename}, p.{hit.page})  "
+              f"score {hit.score:.3f}  dense {dense}  bm25 {lexical}")
         print("   " + " ".join(hit.text.split())[:300])
     return 0
 
@@ -141,7 +144,8 @@ def cmd_tag(args) -> int:
     """Replace a document's tags and/or title."""
     kb = _kb(args)
     try:
-        record = kb.update_metadata(args.id, tags=args.tags.split(",") if args.tags is not None else None, title=args.title)
+        tags = args.tags.split(",") if args.tags is not None else None
+        record = kb.update_metadata(args.id, tags=tags, title=args.title)
     except KeyError as exc:
         raise CommandError(str(exc.args[0])) from None
     print(f"{record.id}: title={record.title!r} tags={','.join(record.tags)}")
@@ -242,7 +246,8 @@ def print_sources(sources, out=sys.stdout) -> None:
     for source in sorted(sources, key=lambda s: (not s.cited, s.n)):
         label = "" if source.cited else "  (also retrieved)"
         quote = " ".join(source.quote.split())
-        print(f"  [{source.n}] {source.title} — {source.filename}, p. {source.page}, score {source.score:.2f}{label}", file=out)
+        where = f"{source.filename}, p. {source.page}, score {source.score:.2f}"
+        print(f"  [{source.n}] {source.title} — {where}{label}", file=out)
         print(f"      “{_clip(quote, 220)}”", file=out)
 
 
@@ -417,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name, value in vars(args).items():
         if isinstance(value, str) and not _encodable(value):
-            print(f"error: the {name} argument is not valid UTF-8 text (check the terminal's encoding)", file=sys.stderr)
+            print(f"error: the {name} argument is not valid UTF-8 text (check the terminal's encoding)",
+                  file=sys.stderr)
             return 2
     try:
         return args.func(args) or 0

@@ -48,7 +48,9 @@ class Settings(BaseSettings):
 
     # ingest limits
     max_upload_mb: float = Field(default=50.0, gt=0)
-    max_unpacked_mb: float = Field(default=100.0, gt=0, description="largest uncompressed content of one file: the parts of a DOCX, the streams of a PDF")
+    max_unpacked_mb: float = Field(
+        default=100.0, gt=0, description="largest uncompressed content of a file: the parts of a DOCX, a PDF's streams"
+    )
     chunk_tokens: int = Field(default=256, ge=32, le=4096)
     chunk_overlap_tokens: int = Field(default=48, ge=0)
 

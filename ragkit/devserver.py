@@ -25,7 +25,9 @@ class Reply:
     chunk_chars: int = 4
     break_after_chunks: int | None = None  # drop the connection mid-stream
     chunk_delay_s: float = 0.0  # pause between streamed chunks
-    usage: dict | None = field(default_factory=lambda: {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49})
+    usage: dict | None = field(
+        default_factory=lambda: {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
+    )
 
 
 def structured(**fields) -> Reply:
@@ -120,7 +122,8 @@ class ScriptedOpenAIServer:
                 return {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test-model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
+                                 "finish_reason": "stop"}],
                     "usage": reply.usage,
                 }
 
@@ -132,7 +135,8 @@ class ScriptedOpenAIServer:
                 self.end_headers()
                 base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": int(time.time()),
                         "model": body.get("model", "test-model")}
-                pieces = [reply.content[i:i + reply.chunk_chars] for i in range(0, len(reply.content), reply.chunk_chars)]
+                size = reply.chunk_chars
+                pieces = [reply.content[i:i + size] for i in range(0, len(reply.content), size)]
                 for number, piece in enumerate(pieces):
                     if reply.break_after_chunks is not None and number >= reply.break_after_chunks:
                         self.wfile.write(b"data: {broken json")

@@ -30,14 +30,18 @@ from .text import (
 )
 
 EXTRACTIVE_LABEL = "extractive"
-CJK_FUNCTION_CHARS = frozenset("的了是在和与及或而也就都被把对从以为于之其这那个什么哪谁多少几怎样如何吗呢吧啊有没一我你他她它们中上下等")
+CJK_FUNCTION_CHARS = frozenset(
+    "的了是在和与及或而也就都被把对从以为于之其这那个什么哪谁多少几怎样如何吗呢吧啊有没一我你他她它们中上下等"
+)
 # Words that only say what kind of answer is wanted; matching them in a sentence says nothing.
 CJK_QUESTION_WORDS = frozenset(
     """多久 多大 多高 多长 多远 多重 多深 多宽 时候 哪一年 哪年 哪一天 哪天 哪些 哪里 哪儿 怎样 怎么样 什么样
     哪位 哪种 哪一个 第几 为何 何时 何地 何处 有何 有什么 是什么 叫什么 做了什么 特点""".split()
 )
 # "When / how many / how long..." asks for a number, so sentences holding a new one are likelier answers.
-CJK_NUMBER_QUESTION = re.compile(r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间")
+CJK_NUMBER_QUESTION = re.compile(
+    r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间"
+)
 _NUMBER = re.compile(r"\d+")
 
 
@@ -242,7 +246,9 @@ def extractive_answer(
     return _compose(chosen, sources, cjk)
 
 
-def _select(candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights) -> list[tuple[Candidate, str]]:
+def _select(
+    candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights
+) -> list[tuple[Candidate, str]]:
     """Best sentences first while they fit; the best one may bring the sentence after it."""
     ranked = sorted(candidates, key=lambda c: -c.score)
     chosen: list[tuple[Candidate, str]] = []
@@ -284,7 +290,8 @@ def _compose(chosen: list[tuple[Candidate, str]], sources: list[Source], cjk: bo
     runs: list[tuple[int, list[str]]] = []
     previous: Candidate | None = None
     for candidate, text in chosen:
-        contiguous = previous is not None and previous.source_index == candidate.source_index and previous.order + 1 == candidate.order
+        contiguous = (previous is not None and previous.source_index == candidate.source_index
+                      and previous.order + 1 == candidate.order)
         if contiguous:
             runs[-1][1].append(text)
         else:

@@ -19,8 +19,8 @@ from sqlalchemy import Connection, text
 
 from .citations import Source
 from .contextualize import Exchange
-from .render import escape_line, safe_answer_markdown
 from .db import DatabaseUnreadable, open_migrated, read, write
+from .render import escape_line, safe_answer_markdown
 from .text import count_tokens
 
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -223,7 +223,8 @@ class HistoryManager:
 
     def turns(self, session_id: str) -> list[Turn]:
         """Every turn of a session, oldest first."""
-        rows = self._query("SELECT * FROM turns WHERE session_id = :id ORDER BY id", {"id": validate_session_id(session_id)})
+        rows = self._query("SELECT * FROM turns WHERE session_id = :id ORDER BY id",
+                           {"id": validate_session_id(session_id)})
         return [_turn(row) for row in rows]
 
     def all_turns(self) -> list[tuple[str, Turn]]:
@@ -295,7 +296,8 @@ class HistoryManager:
         """
         info = self.session(session_id)
         turns = self.turns(session_id)
-        lines = [f"# {escape_line(info.title or info.id)}", "", f"Session {escape_line(info.id)}, {len(turns)} turns.", ""]
+        heading = f"# {escape_line(info.title or info.id)}"
+        lines = [heading, "", f"Session {escape_line(info.id)}, {len(turns)} turns.", ""]
         for number, turn in enumerate(turns, start=1):
             lines += _turn_markdown(number, turn)
         return "\n".join(lines)

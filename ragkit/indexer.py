@@ -217,21 +217,24 @@ class Indexer:
         except Exception as exc:
             log.exception("reading %s failed", item.filename)
             return _finished(item, IngestResult(item.filename, "refused",
-                                                f"{item.filename}: could not be read ({type(exc).__name__}: {exc})"), started)
+                                                f"{item.filename}: could not be read ({type(exc).__name__}: {exc})"),
+                             started)
 
     def _intact(self, record: DocumentRecord) -> bool:
         """True when a document's passages and vectors are all there (else re-index it)."""
         passages = self.catalog.passages_of(record.id)
         if len(passages) != record.chunks or not passages:
             return False
-        probe = [passages[0].id, passages[-1].id]
+        probe = list(dict.fromkeys([passages[0].id, passages[-1].id]))  # one id for a one-passage document
         return self.store.existing(probe) == set(probe)
 
-    def _unchanged(self, item: IngestItem, loaded: LoadedDocument, duplicate: DocumentRecord, started: float) -> IngestResult:
+    def _unchanged(self, item: IngestItem, loaded: LoadedDocument, duplicate: DocumentRecord,
+                   started: float) -> IngestResult:
         if item.tags and not set(item.tags) <= set(duplicate.tags):
             duplicate = self.catalog.update_metadata(duplicate.id, None, normalize_tags(duplicate.tags + item.tags))
         same = "" if duplicate.filename == loaded.filename else f" as {duplicate.filename}"
-        result = IngestResult(item.filename, "unchanged", f"{item.filename}: already in the knowledge base{same}", duplicate)
+        message = f"{item.filename}: already in the knowledge base{same}"
+        result = IngestResult(item.filename, "unchanged", message, duplicate)
         return _finished(item, result, started)
 
     def _finish_group(self, group: list[tuple[int, _Prepared]], results: list) -> None:
@@ -287,7 +290,8 @@ class Indexer:
             for prepared in group:
                 duplicate = self.catalog.by_hash(prepared.loaded.content_hash)
                 if duplicate is not None and self._intact(duplicate):  # another writer was quicker
-                    outcomes[id(prepared)] = self._unchanged(prepared.item, prepared.loaded, duplicate, prepared.started)
+                    outcomes[id(prepared)] = self._unchanged(prepared.item, prepared.loaded, duplicate,
+                                                             prepared.started)
                     continue
                 plans.append(self._plan(prepared))
             if plans:

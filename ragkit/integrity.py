@@ -170,7 +170,8 @@ class RepairReport:
 def documents_from_vectors(vectors: list[tuple[StoredVector, str]]) -> tuple[DocumentRecord, list[Passage]]:
     """Rebuild one document (its newest version) from its vectors' texts and metadata."""
     newest = max(stored.version for stored, _ in vectors)
-    own = sorted(((s, t) for s, t in vectors if s.version == newest), key=lambda pair: pair[0].metadata.get("position", 0))
+    own = sorted(((s, t) for s, t in vectors if s.version == newest),
+                 key=lambda pair: pair[0].metadata.get("position", 0))
     meta = own[0][0].metadata
     passages = [
         Passage(text=text or "", page=int(s.metadata.get("page", 1)), position=int(s.metadata.get("position", 0)),

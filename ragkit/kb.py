@@ -17,12 +17,12 @@ import logging
 import threading
 from pathlib import Path
 
+from . import integrity
 from .catalog import Catalog, DocumentRecord
 from .config import Settings
 from .embeddings import Embedder, configured_model_name, make_embedder
 from .errors import EmbeddingModelMismatch, KnowledgeBaseError, StoreInconsistent
-from .indexer import IngestItem, IngestResult, Indexer, Progress, WriteLock, normalize_tags, plural
-from . import integrity
+from .indexer import Indexer, IngestItem, IngestResult, Progress, WriteLock, normalize_tags, plural
 from .lexical import LexicalEntry, LexicalIndex
 from .passages import Hit, Passage
 from .retrieval import Retriever, SearchFilters
@@ -180,7 +180,8 @@ class KnowledgeBase:
         """All tags in use, sorted."""
         return sorted({tag for doc in self.documents() for tag in doc.tags})
 
-    def update_metadata(self, doc_id: str, *, title: str | None = None, tags: list[str] | None = None) -> DocumentRecord:
+    def update_metadata(self, doc_id: str, *, title: str | None = None,
+                        tags: list[str] | None = None) -> DocumentRecord:
         """Change a document's title and/or tags; KeyError when it does not exist."""
         return self.catalog.update_metadata(doc_id, title, normalize_tags(tags) if tags is not None else None)
 

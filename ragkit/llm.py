@@ -187,10 +187,13 @@ class ModelClients:
     """Clients per model choice, made once: a streaming one for answers and a short,
     bounded one for structured judgements (rewrites, grades)."""
 
+    GIVE_UP_AFTER = 2  # unusable structured replies before a model is no longer asked for them
+
     def __init__(self, settings: Settings):
         self.settings = settings
         self._answer: dict[str, object] = {}
         self._judge: dict[str, object] = {}
+        self._judge_failures: dict[str, int] = {}
 
     def choice(self, model_id: str | None) -> ModelChoice:
         """The choice for a conversation's model id (the default when unknown)."""
@@ -201,6 +204,14 @@ class ModelClients:
         if choice.generated and choice.id not in self._answer:
             self._answer[choice.id] = make_chat_model(self.settings, choice)
         return self._answer.get(choice.id)
+
+    def judge_failed(self, choice: ModelChoice) -> None:
+        """Count an unusable structured reply (small models rarely follow a schema)."""
+        self._judge_failures[choice.id] = self._judge_failures.get(choice.id, 0) + 1
+
+    def judges(self, choice: ModelChoice) -> bool:
+        """True while the model is still asked for rewrites and grades."""
+        return choice.generated and self._judge_failures.get(choice.id, 0) < self.GIVE_UP_AFTER
 
     def judging(self, choice: ModelChoice):
         """A client for short structured calls, with its own shorter timeout."""

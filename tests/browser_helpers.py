@@ -94,6 +94,28 @@ def wait_ingested(page, filename: str) -> None:
     page.get_by_text(done).first.wait_for()
 
 
+def session_in_url(page) -> str:
+    """The conversation id in the address bar (read from the page: Streamlit changes the URL
+    with history.replaceState, which page.url may not have seen yet)."""
+    return page.evaluate("new URL(location.href).searchParams.get('session')")
+
+
+# True when every chart is drawn and fits inside its column and nothing is wider than the page.
+FITS_JS = """() => {
+    const charts = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];
+    if (!charts.length) return false;
+    const main = document.querySelector('[data-testid=stMain], [data-testid=stAppScrollToBottomContainer]');
+    if (main.scrollWidth > main.clientWidth + 1) return false;
+    return charts.every(chart => {
+        const drawn = chart.querySelector('canvas, svg');
+        if (!drawn || drawn.getBoundingClientRect().width < 50) return false;
+        const column = chart.closest('[data-testid=stColumn]') || chart.closest('[data-testid=stMainBlockContainer]');
+        const box = drawn.getBoundingClientRect(), room = column.getBoundingClientRect();
+        return box.left >= room.left - 1 && box.right <= room.right + 1;
+    });
+}"""
+
+
 def ask(page, question: str) -> None:
     """Type a question into the chat box and send it."""
     box = page.get_by_placeholder("Ask a question about your documents")
@@ -101,11 +123,26 @@ def ask(page, question: str) -> None:
     box.press("Enter")
 
 
-def select_first_row(page) -> None:
-    """Select the documents table's first row with the keyboard (the grid is drawn on a canvas)."""
+def table_row_of(page, text: str) -> int:
+    """The documents table's row (0-based) whose cells show ``text``.
+
+    The grid is drawn on a canvas; the accessible copy of the table inside it holds each
+    cell's text with its position (data-testid glide-cell-<column>-<row>)."""
+    cell = page.get_by_test_id("stDataFrame").locator("td[role=gridcell]").filter(has_text=text).first
+    cell.wait_for(state="attached")
+    return int(cell.get_attribute("data-testid").rsplit("-", 1)[1])
+
+
+def select_row(page, text: str) -> None:
+    """Select the documents table's row that shows ``text``, with the keyboard, and wait for the
+    detail panel (never by screen position: the row is found by its content)."""
+    row = table_row_of(page, text)
     grid = page.get_by_test_id("data-grid-canvas")
-    grid.wait_for()
     grid.focus()
-    for key in ("ArrowDown", "ArrowRight", "Shift+Space"):  # into the first row, then select it
-        page.keyboard.press(key)
+    page.keyboard.press("ArrowRight")  # the grid's cursor enters the first row
+    for _ in range(row):
+        page.keyboard.press("ArrowDown")
+    page.keyboard.press("Shift+Space")  # select the cursor's row
     page.get_by_text("Preview passages").wait_for()
+
+

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ragkit.embeddings import HashingEmbedder  # noqa: E402
 from ragkit.config import Settings  # noqa: E402
+from ragkit.embeddings import HashingEmbedder  # noqa: E402
 from ragkit.kb import IngestItem, KnowledgeBase  # noqa: E402
 from ragkit.vectors import VectorStore  # noqa: E402
 

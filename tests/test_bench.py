@@ -7,7 +7,8 @@ from ragkit.config import Settings
 def test_quick_bench_reports_every_figure(tmp_path):
     figures = run_bench(Settings(data_dir=tmp_path, _env_file=None), quick=True)
     assert figures["workload"] == "quick"
-    for key in ("encode_chunks_per_s_large", "encode_chunks_per_s_small", "ingest_vs_encode_large", "ingest_vs_encode_small", "extractive_answer_ms",
+    for key in ("encode_chunks_per_s_large", "encode_chunks_per_s_small", "ingest_vs_encode_large",
+                "ingest_vs_encode_small", "extractive_answer_ms",
                 "first_token_ms", "load_answer_p95_ms", "search_p95_ms_1k", "search_filtered_p95_ms_3k",
                 "add_one_doc_s_3k", "reopen_s_3k", "peak_rss_mb_3k"):
         assert figures[key] > 0, key

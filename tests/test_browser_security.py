@@ -22,7 +22,14 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import (  # noqa: F401 (fixtures)
-    ask, browser, go, page, require_chromium, select_first_row, shot, start_app,
+    ask,
+    browser,
+    go,
+    page,
+    require_chromium,
+    select_row,
+    shot,
+    start_app,
 )
 
 pytestmark = pytest.mark.browser
@@ -99,10 +106,10 @@ def drop_into_chat(page, path) -> None:
     page.get_by_test_id("stChatInputSubmitButton").click()
 
 
-def preview_first_document(page) -> None:
-    """Select the first row of the documents table with the keyboard (the grid is a canvas) and
-    open its passage preview."""
-    select_first_row(page)
+def preview_document(page, filename: str) -> None:
+    """Select the documents table's row of ``filename`` (by its content, with the keyboard: the
+    grid is a canvas) and open its passage preview."""
+    select_row(page, filename)
     page.get_by_text("Preview passages").click()
 
 
@@ -136,7 +143,7 @@ def test_hostile_markup_never_makes_the_browser_fetch_anything(app_url, recorder
     shot(page, "09-hostile-answer")
 
     go(page, "Documents")
-    preview_first_document(page)
+    preview_document(page, HOSTILE_FILENAME)
     page.get_by_role("heading", name=re.compile(r"Pelican vault !\[title\]")).wait_for()
     page.get_by_text("(badge ![a [b] c](").first.wait_for()
     go(page, "Stats")

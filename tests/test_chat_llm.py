@@ -3,8 +3,8 @@
 import pytest
 
 from conftest import FIXTURES, free_port
-from ragkit.devserver import ScriptedOpenAIServer, Reply, default_responder
 from ragkit.chat import ChatEngine
+from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
 from ragkit.history import HistoryManager
 
 
@@ -76,7 +76,8 @@ def test_a_document_cannot_forge_the_prompts_structure(settings, kb, server):
 
 
 def test_html_from_the_model_is_not_kept(settings, docs):
-    with ScriptedOpenAIServer(lambda body: Reply('<span style="color:red">LangGraph</span> builds agents [1].')) as server:
+    html = '<span style="color:red">LangGraph</span> builds agents [1].'
+    with ScriptedOpenAIServer(lambda body: Reply(html)) as server:
         turn = ChatEngine(llm_settings(settings, server.base_url), docs).ask("h", "What is LangGraph?")
     assert turn.answer == "LangGraph builds agents [1]."
 
@@ -89,7 +90,8 @@ def test_missing_usage_is_counted_locally(settings, docs):
 
 def test_runaway_stream_is_cut_at_the_token_limit(settings, docs):
     with ScriptedOpenAIServer(lambda body: Reply("word " * 3000, chunk_chars=5)) as server:
-        turn = ChatEngine(llm_settings(settings, server.base_url, max_answer_tokens=50), docs).ask("r", "What is LangGraph?")
+        engine = ChatEngine(llm_settings(settings, server.base_url, max_answer_tokens=50), docs)
+        turn = engine.ask("r", "What is LangGraph?")
     assert turn.answer.count("word") <= 70
 
 

@@ -63,7 +63,8 @@ def test_sentence_splitter_handles_chinese_and_english_punctuation():
 def test_a_mark_inside_brackets_does_not_end_the_sentence():
     text = "萱侬律(又名：「东芭乐园」；泰文：สวน)位于泰国。He cites (see Fig. 2. above) it. 未闭合（括号。下一句。"
     assert [s.text for s in split_sentences(text)] == [
-        "萱侬律(又名：「东芭乐园」；泰文：สวน)位于泰国。", "He cites (see Fig. 2. above) it.", "未闭合（括号。", "下一句。",
+        "萱侬律(又名：「东芭乐园」；泰文：สวน)位于泰国。", "He cites (see Fig. 2. above) it.",
+        "未闭合（括号。", "下一句。",
     ]
 
 

@@ -7,7 +7,8 @@ from ragkit.passages import Hit, Passage
 
 
 def make_sources(count):
-    return [Source(n, f"c{n}", f"d{n}", f"T{n}", f"f{n}.txt", 1, "text", "text", 0, 4, 1.0) for n in range(1, count + 1)]
+    return [Source(n, f"c{n}", f"d{n}", f"T{n}", f"f{n}.txt", 1, "text", "text", 0, 4, 1.0)
+            for n in range(1, count + 1)]
 
 
 def test_marker_with_no_source_is_removed_and_cited_sources_flagged():
@@ -28,7 +29,8 @@ def test_cited_quote_is_narrowed_to_the_sentences_the_answer_uses():
     from ragkit.citations import focus_quotes
 
     source = make_sources(1)[0]
-    source.text = source.quote = "The museum opens at nine. Tickets cost twelve euros. Parking is free. Dogs are welcome."
+    source.text = source.quote = ("The museum opens at nine. Tickets cost twelve euros. "
+                                  "Parking is free. Dogs are welcome.")
     source.cited = True
     focus_quotes("A ticket costs twelve euros [1].", [source], max_sentences=1)
     assert source.quote == "Tickets cost twelve euros."

@@ -25,7 +25,6 @@ import docx
 import pytest
 from pypdf import PdfWriter
 
-from work_counting import count_operations, cpu_seconds
 from conftest import FIXTURES, REPO
 from ragkit.loaders import (
     LoaderError,
@@ -36,6 +35,7 @@ from ragkit.loaders import (
     load_path,
     unwrap_soft_breaks,
 )
+from work_counting import count_operations, cpu_seconds
 
 resource = pytest.importorskip("resource")  # peak-RSS measurements need a Unix
 
@@ -103,7 +103,8 @@ def flate_pages_pdf(pages: int, inflated_per_page: int, content: bytes = b" " * 
     kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(pages))
     objects[2] = f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode()
     for i in range(pages):
-        objects[3 + 2 * i] = f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R >>".encode()
+        page = f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R >>"
+        objects[3 + 2 * i] = page.encode()
         objects[4 + 2 * i] = b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)
     return _pdf_file(objects)
 
@@ -271,7 +272,8 @@ def test_pdf_under_the_unpacked_limit_still_loads():
         2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
         b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        4: b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(zlib.compress(text)), zlib.compress(text)),
+        4: b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream"
+        % (len(zlib.compress(text)), zlib.compress(text)),
         5: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     }
     doc = load_bytes(_pdf_file(objects), "tea.pdf", max_unpacked_bytes=1024)
@@ -464,7 +466,8 @@ def test_every_promised_encoding_decodes_to_the_original(encoding, bom, content)
         (b"%PDF-1.4 garbage", "broken.pdf",
          "broken.pdf: not a readable PDF (corrupt or truncated): re-export it from the source application"),
         (b"PK\x03\x04 not really a zip", "broken.docx",
-         "broken.docx: not a readable DOCX file (corrupt, or not Word 2007+): open it in Word and save it again as .docx"),
+         "broken.docx: not a readable DOCX file (corrupt, or not Word 2007+): "
+         "open it in Word and save it again as .docx"),
         (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), "old.docx",
          "old.docx: this is an old Word 97-2003 document or a password-protected one: open it in Word "
          "and save it as .docx (Word 2007+) without a password"),
@@ -482,7 +485,8 @@ def test_each_refusal_names_the_file_and_says_what_to_do(data, filename, message
 
 def test_scanned_pdf_refusal_says_to_run_ocr():
     empty_page = flate_pages_pdf(pages=1, inflated_per_page=1024)
-    with pytest.raises(LoaderError, match=r"^scan\.pdf: no text could be extracted \(a scanned PDF needs OCR first: run it"):
+    expected = r"^scan\.pdf: no text could be extracted \(a scanned PDF needs OCR first: run it"
+    with pytest.raises(LoaderError, match=expected):
         load_bytes(empty_page, "scan.pdf")
 
 
@@ -552,7 +556,8 @@ def test_c_level_work_on_adversarial_text_grows_linearly(filename, make):
         (_normalize, lambda n: " " * n + "x"),
         (_normalize, lambda n: "\r" * n + "x"),
     ],
-    ids=["soft breaks", "soft breaks on brackets", "soft breaks on CJK", "first line title", "normalize blanks", "normalize CRs"],
+    ids=["soft breaks", "soft breaks on brackets", "soft breaks on CJK", "first line title", "normalize blanks",
+         "normalize CRs"],
 )
 def test_text_helpers_grow_linearly_in_cpu_time(fn, make):
     n = 100_000
@@ -577,7 +582,8 @@ def test_normalize_strips_line_ends_as_the_old_regex_did():
 # --- 8. DOCX titles ----------------------------------------------------------------------
 
 
-def docx_bytes(core_title: str = "", title: str | None = None, heading: str | None = None, body: str = "Body text.") -> bytes:
+def docx_bytes(core_title: str = "", title: str | None = None, heading: str | None = None,
+               body: str = "Body text.") -> bytes:
     """A DOCX written by python-docx: optional core title, "Title" paragraph, Heading 1."""
     document = docx.Document()
     document.core_properties.title = core_title

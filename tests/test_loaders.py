@@ -35,7 +35,8 @@ def test_docx_keeps_headings_tables_and_chinese_in_order():
 
 @pytest.mark.parametrize(
     "encoding, prefix",
-    [("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("gbk", b""), ("gb18030", b""), ("utf-16-le", b"\xff\xfe"), ("utf-16-le", b"")],
+    [("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("gbk", b""), ("gb18030", b""), ("utf-16-le", b"\xff\xfe"),
+     ("utf-16-le", b"")],
 )
 def test_text_encodings_are_detected(encoding, prefix):
     original = "知识库测试：青松茶园位于福建省武夷山市，每天上午八点开放。Tea garden opens at 8."

@@ -29,7 +29,7 @@ from ragkit.graph.checks import PROMPT_ECHOES, UNSUPPORTED_FLAG, check_support
 from ragkit.graph.prompts import ANSWER_SYSTEM
 from ragkit.text import count_tokens
 
-pytestmark = pytest.mark.slow_llm
+pytestmark = [pytest.mark.slow_llm, pytest.mark.slow, pytest.mark.timeout(1800)]
 ANSWER_TOKENS = 120
 SESSION = [
     ("en", "What was the revenue in the third quarter?"),

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO
-from ragkit.embeddings import HashingEmbedder
 from ragkit.config import Settings
+from ragkit.embeddings import HashingEmbedder
 from ragkit.errors import CatalogError, StoreInconsistent
-from ragkit.kb import IngestItem, KnowledgeBase
+from ragkit.kb import KnowledgeBase
 
 WORKER = Path(__file__).parent / "store_worker.py"
 SMALL_CHUNKS = {"RAGKIT_CHUNK_TOKENS": "64", "RAGKIT_CHUNK_OVERLAP_TOKENS": "0"}
@@ -70,7 +70,8 @@ class Worker:
     """tests/store_worker.py in its own process, optionally stopped at a point."""
 
     def __init__(self, data_dir: Path, *args: str, pause_at: str | None = None):
-        command = [sys.executable, str(WORKER), str(data_dir)] + (["--pause-at", pause_at] if pause_at else []) + list(args)
+        pause = ["--pause-at", pause_at] if pause_at else []
+        command = [sys.executable, str(WORKER), str(data_dir), *pause, *args]
         self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env={**os.environ, **SMALL_CHUNKS})
 
@@ -286,7 +287,8 @@ def test_searches_answer_while_an_ingest_is_embedding(data_dir):
     embedder = GatedEmbedder()
     kb = open_kb(data_dir, embedder)
     kb.ingest(b"Otters hold hands while they sleep.", filename="otters.txt")
-    ingest = threading.Thread(target=kb.ingest, args=(long_text(400, "glacier").encode(),), kwargs={"filename": "g.txt"})
+    ingest = threading.Thread(target=kb.ingest, args=(long_text(400, "glacier").encode(),),
+                              kwargs={"filename": "g.txt"})
     ingest.start()
     try:
         assert embedder.inside.wait(60)
@@ -367,11 +369,14 @@ def make_previous_release_data_dir(data_dir: Path, embedder, text: str) -> None:
             tags TEXT NOT NULL DEFAULT '[]', size_bytes INTEGER NOT NULL, pages INTEGER NOT NULL,
             chunks INTEGER NOT NULL, tokens INTEGER NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL)""")
         conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        conn.execute("INSERT INTO documents VALUES ('abc123def456', 'legacy.txt', 'legacy', 'txt', 'h', 2, '[\"old\"]', "
+        conn.execute("INSERT INTO documents VALUES ('abc123def456', 'legacy.txt', 'legacy', 'txt', 'h', 2, "
+                     "'[\"old\"]', "
                      "10, 1, 1, 12, 1.0, 2.0)")
         conn.execute("INSERT INTO meta VALUES ('embedding_model', ?), ('revision', '3')", (embedder.name,))
-    client = chromadb.PersistentClient(path=str(data_dir / "chroma"), settings=ChromaSettings(anonymized_telemetry=False))
-    collection = client.get_or_create_collection("ragkit", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    client = chromadb.PersistentClient(path=str(data_dir / "chroma"),
+                                       settings=ChromaSettings(anonymized_telemetry=False))
+    collection = client.get_or_create_collection("ragkit", embedding_function=None,
+                                                 configuration={"hnsw": {"space": "cosine"}})
     meta = {"doc_id": "abc123def456", "page": 1, "position": 0, "start": 0, "end": len(text), "tokens": 12,
             "title": "legacy", "filename": "legacy.txt", "doc_type": "txt"}
     collection.add(ids=["abc123def456-v2-0", "abc123def456-v1-0"], documents=[text, "An interrupted older version."],

@@ -20,7 +20,6 @@ import jieba
 import jieba.finalseg
 import pytest
 
-from work_counting import count_operations, cpu_seconds
 from ragkit import text as text_module
 from ragkit.chunking import chunk_pages
 from ragkit.config import Settings
@@ -35,11 +34,11 @@ from ragkit.contextualize import (
 from ragkit.extractive import extractive_answer
 from ragkit.passages import Hit, Passage
 from ragkit.text import (
+    _SENTENCE_END_RE,
+    _WORD_RE,
     BRACKET_REACH,
     Span,
     _append_stripped,
-    _SENTENCE_END_RE,
-    _WORD_RE,
     chinese_words,
     count_tokens,
     is_cjk_text,
@@ -48,6 +47,7 @@ from ragkit.text import (
     split_sentences,
     word_runs,
 )
+from work_counting import count_operations, cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_EVAL = REPO.parent / "shared" / "eval"

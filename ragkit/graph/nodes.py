@@ -158,8 +158,10 @@ class RagNodes:
         offline, how = self._offline_rewrite(question, history)
         rewritten = offline
         choice = self._choice(state)
-        if choice.generated:
+        if self.clients.judges(choice):
             rewritten, how = self._model_rewrite(choice, question, history, offline)
+        elif choice.generated:
+            how += f" ({choice.model} gave no usable structured reply twice: not asked again)"
         if rewritten != question:
             emit({"type": "standalone", "question": rewritten})
         detail = f"“{rewritten}” ({how})" if rewritten != question else "the question is complete: kept as asked"
@@ -196,6 +198,7 @@ class RagNodes:
             text = _structured_text(self.clients.judging(choice), messages, "standalone_question")
         except Exception as exc:
             log.info("model rewrite unusable: %s", exc)
+            self.clients.judge_failed(choice)
             return offline, f"the model's rewrite failed ({_short(exc)}): used the offline rewrite"
         rewrite = clean_rewrite(text)
         problem = plausible_rewrite(rewrite, question, history)
@@ -236,7 +239,7 @@ class RagNodes:
                                 self.settings.grade_threshold_cjk, self.settings.grade_threshold_latin)
         grade = offline
         choice = self._choice(state)
-        if choice.generated and hits:
+        if self.clients.judges(choice) and hits:
             grade = self._model_grade(choice, question, hits, offline)
         verdict = "sufficient" if grade.sufficient else "not sufficient"
         detail = f"{grade.reason}; score {grade.score:.2f} against {grade.threshold:.2f}: {verdict} ({grade.by})"
@@ -259,6 +262,7 @@ class RagNodes:
                 _structured_text(self.clients.judging(choice), messages, None, EvidenceVerdict))
         except Exception as exc:
             log.info("model grade unusable: %s", exc)
+            self.clients.judge_failed(choice)
             return Grade(offline.score, offline.threshold, f"offline; the model's verdict was unusable ({_short(exc)})",
                          offline.reason)
         score = 1.0 if verdict.sufficient else 0.0
@@ -270,7 +274,7 @@ class RagNodes:
         if state["grade"].sufficient:
             return "generate" if self._choice(state).generated else "extract"
         rounds_left = len(state.get("queries") or []) <= self.settings.retrieval_retries
-        if rounds_left and (self._next_query(state) or self._choice(state).generated):
+        if rounds_left and (self._next_query(state) or self.clients.judges(self._choice(state))):
             return "rewrite_query"
         return "not_found"
 
@@ -287,7 +291,7 @@ class RagNodes:
         """Choose the next search: the model's alternative query, or the next offline one."""
         query, how = self._next_query(state), "offline"
         choice = self._choice(state)
-        if choice.generated:
+        if self.clients.judges(choice):
             query, how = self._model_search_query(choice, state, query)
         emit({"type": "status", "text": "Searching again with a rewritten query"})
         return {"query": query, "trace": step("Searched again", f"“{query}” ({how})")}
@@ -298,6 +302,7 @@ class RagNodes:
         try:
             query = clean_rewrite(_structured_text(self.clients.judging(choice), messages, "standalone_question"))
         except Exception as exc:
+            self.clients.judge_failed(choice)
             return fallback, f"offline; the model's query was unusable ({_short(exc)})"
         if not query or query in (state.get("queries") or []) or not set(search_tokens(query)):
             return fallback or state["standalone_question"], "offline; the model's query was empty or already tried"
@@ -432,7 +437,8 @@ class RagNodes:
             detail = f"all {len(checks)} sentences supported by their sources{added}"
             return {"answer": answer, "trace": step("Checked the citations", detail)}
         flagged = flag_unsupported(answer, checks, language(state))
-        detail = f"{len(unsupported)} of {len(checks)} sentences not supported (flagged): {unsupported[0].reason}{added}"
+        detail = (f"{len(unsupported)} of {len(checks)} sentences not supported (flagged): "
+                  f"{unsupported[0].reason}{added}")
         return {"answer": flagged, "trace": step("Checked the citations", detail)}
 
     def not_found(self, state: dict) -> dict:
