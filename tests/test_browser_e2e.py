@@ -263,3 +263,20 @@ def test_samples_load_through_the_queue_and_the_empty_state_goes_at_once(empty_a
     page.get_by_text("ragkit_user_guide.md: added").wait_for()
     page.get_by_text("Ask anything about your documents").wait_for()
     expect(empty).to_have_count(0)
+
+
+def test_an_out_of_scope_question_is_not_found_with_closest_matches_and_no_citation(app_url, page):
+    page.goto(app_url)
+    go(page, "Documents")
+    upload(page, FIXTURES / "handbook.docx")
+    page.get_by_text(re.compile(r"handbook\.docx: (added|already in the knowledge base)")).first.wait_for()
+    go(page, "Chat")
+    ask(page, "What was the population of Quarnova in 2020?")
+    answer = page.get_by_test_id("stChatMessage").last
+    answer.get_by_text("I could not find this in your documents.").wait_for()
+    answer.get_by_text(re.compile(r"Closest matches \(not used as sources\)")).wait_for()
+    assert answer.get_by_text(re.compile(r"Sources — ")).count() == 0
+    assert not re.search(r"\[\d+\]", answer.get_by_text("I could not find this in your documents.").inner_text())
+    answer.get_by_text("How this was answered").click()
+    answer.get_by_text("Not found").first.wait_for()
+    shot(page, "08-not-found")

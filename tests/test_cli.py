@@ -79,3 +79,12 @@ def test_odd_arguments_are_refused_with_reasons(data_dir):
                                  capture_output=True, text=True, cwd=REPO, timeout=120)
     assert undecodable.returncode == 2 and "not valid UTF-8" in undecodable.stderr
     assert "Traceback" not in undecodable.stderr and "TypeError" not in undecodable.stderr
+
+
+def test_ask_explains_how_it_answered_and_says_when_nothing_was_found(data_dir):
+    traced = run(data_dir, "ask", "What is the population of Quarnova?", "--session", "t", "--trace")
+    assert traced.returncode == 0, traced.stderr
+    assert "I could not find this in your documents." in traced.stdout
+    assert "closest matches (not used as sources):" in traced.stdout
+    assert "how this was answered:" in traced.stdout and "Graded the evidence" in traced.stdout
+    assert "Not found" in traced.stdout
