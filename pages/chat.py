@@ -59,7 +59,8 @@ def rename_conversation(session_id: str) -> None:
     title = st.session_state.get(f"rename-title-{session_id}", "")
     if title.strip():
         history.rename(session_id, title)
-    st.session_state[f"rename-{session_id}"] = False  # close the popover
+    # A fresh key closes the popover even when the user saved before the run that opened it had finished.
+    st.session_state["rename-round"] = st.session_state.get("rename-round", 0) + 1
 
 
 def delete_conversation(session_id: str) -> None:
@@ -99,8 +100,8 @@ with st.sidebar:
     if history.exists(session_id):
         info = history.session(session_id)
         rename_col, delete_col = st.columns(2)
-        with rename_col.popover("Rename", icon=":material/edit:", width="stretch", key=f"rename-{session_id}",
-                                on_change="rerun"):
+        rename_key = f"rename-{session_id}-{st.session_state.get('rename-round', 0)}"
+        with rename_col.popover("Rename", icon=":material/edit:", width="stretch", key=rename_key):
             with st.form(f"rename-form-{session_id}", border=False):
                 st.text_input("Title", value=info.title, key=f"rename-title-{session_id}")
                 st.form_submit_button("Save title", on_click=rename_conversation, args=(session_id,))
