@@ -227,12 +227,26 @@ def substitute(question: str, subject: str) -> str:
                 return "".join(words)
         return question
 
+    subject = _without_repeated_edges(subject, question)
+
     def replace(match: re.Match) -> str:
         pattern = ENGLISH_REFERENCES[match.group(0).lower()]
         return pattern.format(s=subject)
 
     names = "|".join(sorted(ENGLISH_REFERENCES, key=len, reverse=True))
     return re.sub(rf"\b({names})\b", replace, question, count=1, flags=re.IGNORECASE)
+
+
+def _without_repeated_edges(subject: str, question: str) -> str:
+    """``subject`` without leading or trailing words the question already says: "it at Notre
+    Dame" takes "College of Science", not "Notre Dame College of Science"."""
+    said = {word.lower() for word in _ENGLISH_WORD.findall(question)} - _CONNECTORS
+    words = subject.split()
+    while len(words) > 1 and (words[0].lower() in said or words[0].lower() in _CONNECTORS):
+        words = words[1:]
+    while len(words) > 1 and (words[-1].lower() in said or words[-1].lower() in _CONNECTORS):
+        words = words[:-1]
+    return " ".join(words) if any(word.lower() not in said for word in words) else subject
 
 
 def heuristic_rewrite(question: str, history: list[Exchange], rarity: Rarity | None = None) -> str:

@@ -44,6 +44,16 @@ def test_complete_questions_and_inner_references_are_left_alone():
     assert heuristic_rewrite("长谷川町子获得的其他的奖项有哪些？", [LIGHTHOUSE]) == "长谷川町子获得的其他的奖项有哪些？"
 
 
+def test_the_subject_leaves_out_words_the_follow_up_already_says():
+    previous = Exchange("In what year was the Notre Dame College of Science formed?", "", "")
+    follow_up = "How many undergrad students attend it at Notre Dame today?"
+    rarity = {"Notre Dame College of Science": 3.0}.get
+    assert heuristic_rewrite(follow_up, [previous], lambda phrase: rarity(phrase, 0.1)) \
+        == "How many undergrad students attend College of Science at Notre Dame today?"
+    assert heuristic_rewrite("Who founded it?", [previous], lambda phrase: rarity(phrase, 0.1)) \
+        == "Who founded Notre Dame College of Science?"  # nothing repeated: the whole subject
+
+
 def test_a_bare_follow_up_names_the_subject_alongside():
     assert heuristic_rewrite("and the price?", [LIGHTHOUSE]) == "and the price? (Skerry Point Lighthouse)"
 

@@ -140,3 +140,13 @@ def test_weak_evidence_with_nothing_left_to_try_is_not_found(nodes, settings):
 def test_a_failed_model_answer_falls_back_to_quotes(nodes):
     assert nodes.after_generate({"error": "the model server is unreachable", "answer": ""}) == "extract"
     assert nodes.after_generate({"answer": "An answer [1].", "mode": "llm"}) == "check_citations"
+
+
+def test_closest_matches_stay_with_the_first_search_unless_a_retry_is_clearly_better(nodes, kb):
+    question = "What is the population of the Skerry Point Lighthouse?"
+    first_hits = kb.search(question, 5)
+    retry_hits = kb.search("What is its population?", 5)
+    retry_score = nodes.grade({"standalone_question": question, "hits": retry_hits})["grade"].score
+    retry = {"standalone_question": question, "hits": retry_hits}
+    assert "best" not in nodes.grade(retry | {"best": (retry_score - 0.05, first_hits)})  # the first search's stay
+    assert nodes.grade(retry | {"best": (retry_score - 0.3, first_hits)})["best"] == (retry_score, retry_hits)

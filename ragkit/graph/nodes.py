@@ -36,7 +36,7 @@ from .policy import add_same_document, relevant_hits
 log = logging.getLogger(__name__)
 WAIT_NOTICE_S = 3.0  # tell the user we are waiting for the model after this long
 CLOSEST_MATCHES = 5
-SUBJECT_MARGIN = 0.15  # how much better another subject's evidence must be to win over the likeliest
+SUBJECT_MARGIN = 0.15  # how much better other evidence must be to win over the likeliest subject's
 
 
 def _elapsed_ms(started: float) -> float:
@@ -246,8 +246,10 @@ class RagNodes:
         best = state.get("best")
         update = {"grade": grade, "trace": step("Graded the evidence", detail),
                   "timings": {"grade_ms": (state.get("timings") or {}).get("grade_ms", 0.0) + _elapsed_ms(started)}}
-        if best is None or grade.score > best[0]:
-            update["best"] = (grade.score, hits)  # the closest matches, if nothing suffices
+        # The closest matches, if nothing suffices: the first search's (it is for the question as
+        # understood) unless a retry found clearly better evidence.
+        if best is None or grade.score > best[0] + SUBJECT_MARGIN:
+            update["best"] = (grade.score, hits)
         return update
 
     def _embed_sentences(self, texts: list[str]):
