@@ -61,12 +61,15 @@ def browser():
 
 
 @pytest.fixture
-def page(browser):
-    """A fresh browser context and tab per test."""
+def page(browser, request):
+    """A fresh browser context and tab per test (a failed test leaves FAILED-<test>.png)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     tab = context.new_page()
     tab.set_default_timeout(60_000)
     yield tab
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        shot(tab, f"FAILED-{request.node.name[:80]}")
     context.close()
 
 
@@ -76,10 +79,20 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
-def go(page, name: str) -> None:
-    """Open a page from the sidebar navigation and wait for its heading."""
-    page.get_by_test_id("stSidebarNavLink").filter(has_text=name).click()
-    page.wait_for_url(f"**/{'' if name == 'Chat' else name.lower()}*")
+def go(page, name: str, attempts: int = 4) -> None:
+    """Open a page from the sidebar navigation and wait for its heading. A click that lands
+    while the app redraws the page after a rerun can be lost (a user clicks again): so does this."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    url = f"**/{'' if name == 'Chat' else name.lower()}*"
+    for attempt in range(attempts):
+        page.get_by_test_id("stSidebarNavLink").filter(has_text=name).click()
+        try:
+            page.wait_for_url(url, timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
     page.get_by_role("heading", name=HEADINGS[name], exact=True).wait_for()
 
 

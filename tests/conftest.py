@@ -84,3 +84,11 @@ def serve(command: list[str], health_url: str, timeout_s: float, what: str, **po
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so fixtures can tell a failed test."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
