@@ -112,13 +112,30 @@ def _english_candidates(question: str) -> list[str]:
         found.extend(_close(run))
         run = []
     found.extend(_close(run))
-    if not found:  # no name: the content words after the last "the" / "of"
+    if not found:  # no name: what a "which / what ..." question asks about, or its last content words
+        asked = _WHICH_NOUN.match(question) or _DONE_TO_NOUN.match(question)
+        if asked:
+            found.append("the " + next(group for group in asked.groups() if group))
         tail = re.split(r"\b(?:of|the)\b", question)[-1]
         content = [w for w in _ENGLISH_WORD.findall(tail) if w.lower() not in ENGLISH_STOPWORDS
                    and w.lower() not in QUESTION_WORDS]
-        if content:
+        if content and not asked:
             found.append("the " + " ".join(content))
     return list(dict.fromkeys(found))
+
+
+# "Which file types does ragkit accept?" asks about "file types": the words between the
+# question word and the verb that starts the rest of the question.
+_WHICH_NOUN = re.compile(
+    r"^\s*(?:which|what)\s+((?:[a-z][a-z-]*\s+){0,3}?[a-z][a-z-]*)\s+"
+    r"(?:does|do|did|is|are|was|were|can|could|should|will|would|has|have|had)\b", re.IGNORECASE)
+# "What does the source panel show?", "How are file types indexed?": the words between the
+# auxiliary and the closing verb.
+_DONE_TO_NOUN = re.compile(
+    r"^\s*(?:what|how|why|when|where|who)\s+(?:does|do|did|can|could|should|will|would)\s+(?:the\s+|a\s+|an\s+)?"
+    r"((?:[a-z][a-z-]*\s+){0,3}[a-z][a-z-]*)\s+[a-z]+\s*\?\s*$"
+    r"|^\s*(?:what|how|why|when|where)(?:\s+(?:often|long|much|many|far|well))?\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?"
+    r"((?:[a-z][a-z-]*\s+){0,3}[a-z][a-z-]*)\s+[a-z]+(?:ed|en)\s*\?\s*$", re.IGNORECASE)
 
 
 def _close(run: list[str]) -> list[str]:
@@ -242,11 +259,13 @@ def _without_repeated_edges(subject: str, question: str) -> str:
     Dame" takes "College of Science", not "Notre Dame College of Science"."""
     said = {word.lower() for word in _ENGLISH_WORD.findall(question)} - _CONNECTORS
     words = subject.split()
+    article = words[:1] if words and words[0].lower() == "the" else []
+    words = words[len(article):]
     while len(words) > 1 and (words[0].lower() in said or words[0].lower() in _CONNECTORS):
-        words = words[1:]
+        words, article = words[1:], []
     while len(words) > 1 and (words[-1].lower() in said or words[-1].lower() in _CONNECTORS):
         words = words[:-1]
-    return " ".join(words) if any(word.lower() not in said for word in words) else subject
+    return " ".join(article + words) if any(word.lower() not in said for word in words) else subject
 
 
 def heuristic_rewrite(question: str, history: list[Exchange], rarity: Rarity | None = None) -> str:

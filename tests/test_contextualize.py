@@ -54,6 +54,11 @@ def test_the_subject_leaves_out_words_the_follow_up_already_says():
         == "Who founded Notre Dame College of Science?"  # nothing repeated: the whole subject
 
 
+def test_without_a_name_the_subject_is_what_a_which_question_asks_about():
+    previous = Exchange("Which file types does ragkit accept?", "PDF, DOCX, TXT and Markdown [1].", "")
+    assert heuristic_rewrite("How are they indexed?", [previous]) == "How are the file types indexed?"
+
+
 def test_a_bare_follow_up_names_the_subject_alongside():
     assert heuristic_rewrite("and the price?", [LIGHTHOUSE]) == "and the price? (Skerry Point Lighthouse)"
 
