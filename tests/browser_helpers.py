@@ -52,7 +52,9 @@ def start_app(tmp_path_factory, **extra_env):
 @pytest.fixture(scope="module")
 def browser():
     """Headless Debian Chromium driven by Playwright, one per test module."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)  # a busy machine redraws slowly: 5 s (the default) is not enough
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)

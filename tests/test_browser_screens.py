@@ -44,7 +44,8 @@ def test_every_page_fits_the_width_after_samples_and_two_questions(app_url, brow
             load.click()
             page.get_by_text("ragkit_user_guide.md: added").wait_for()
         page.get_by_text("Ask anything about your documents").wait_for()
-        for number, question in enumerate(["Which file types does ragkit accept?", "How are they indexed?"], 1):
+        questions = ["Which file types does ragkit accept?", "What is the size limit for them?"]
+        for number, question in enumerate(questions, 1):
             ask(page, question)
             captions = page.get_by_test_id("stChatMessage").get_by_text("extractive answer (offline)")
             expect(captions).to_have_count(number)
@@ -67,6 +68,8 @@ def test_every_page_fits_the_width_after_samples_and_two_questions(app_url, brow
         page.set_viewport_size({"width": width, "height": height})
         page.goto(f"{app_url}/stats")
         page.get_by_text("Retrieval score of the best passage").wait_for()
+        # six charts (the token chart is an empty state: every answer was extractive), all drawn
+        expect(page.get_by_test_id("stVegaLiteChart")).to_have_count(6)
         page.wait_for_function(FITS_JS)
         page.wait_for_function(NOT_WIDER_JS)
         page.set_viewport_size({"width": width, "height": TALL})
