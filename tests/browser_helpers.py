@@ -67,7 +67,7 @@ def page(browser, request):
     """A fresh browser context and tab per test (a failed test leaves FAILED-<test>.png)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     tab = context.new_page()
-    tab.set_default_timeout(60_000)
+    tab.set_default_timeout(120_000)  # a busy machine indexes and answers slowly
     yield tab
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:

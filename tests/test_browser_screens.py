@@ -29,7 +29,7 @@ def app_url(tmp_path_factory):
 def open_page(browser, url: str, width: int, height: int):
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    page.set_default_timeout(90_000)
+    page.set_default_timeout(120_000)
     page.goto(url)
     return context, page
 

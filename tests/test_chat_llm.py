@@ -102,7 +102,7 @@ def test_runaway_stream_is_cut_at_the_token_limit(settings, docs):
         (Reply(status=401), "rejected the API key in OPENAI_API_KEY (401)"),
         (Reply(status=429), "rate-limiting"),
         (Reply("LangGraph builds stateful agents and much more text", break_after_chunks=3), "broke off"),
-        (Reply("slow", delay_s=5), "sent nothing in time (waited 3 s)"),
+        (Reply("slow", delay_s=5), "sent nothing in time (waited "),  # the seconds vary on a busy machine
     ],
 )
 def test_model_failures_fall_back_to_the_extractive_answer(settings, docs, reply, message):

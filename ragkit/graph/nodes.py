@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import openai
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.config import get_stream_writer
 
@@ -108,23 +109,25 @@ def stream_with_deadline(client, messages, idle_s: float):
         chunks.put(done)
 
     threading.Thread(target=pump, daemon=True, name="ragkit-model-stream").start()
-    waited = 0.0
+    last_heard = time.monotonic()
     try:
         while True:
             try:
                 item = chunks.get(timeout=1.0)
             except queue.Empty:
-                waited += 1.0
+                waited = time.monotonic() - last_heard
                 if waited >= idle_s:
                     raise ModelTimeout(waited) from None
                 if waited >= WAIT_NOTICE_S:
                     emit({"type": "status", "text": f"Waiting for the model… {waited:.0f} s"})
                 continue
-            waited = 0.0
             if item is done:
                 return
+            if isinstance(item, (TimeoutError, openai.APITimeoutError)):
+                raise ModelTimeout(time.monotonic() - last_heard) from item  # the client's own timeout came first
             if isinstance(item, Exception):
                 raise item
+            last_heard = time.monotonic()
             yield item
     finally:
         try:
