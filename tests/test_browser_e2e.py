@@ -200,7 +200,8 @@ def test_the_document_panel_follows_the_document_through_save_upload_and_delete(
     expect(page.get_by_test_id("stDataFrame").locator("td[role=gridcell]").filter(has_text="report_en.pdf")).to_have_count(0)
 
 
-def test_a_new_conversation_has_its_own_url_titles_are_told_apart_and_rename_closes(app_url, page):
+def ask_who_founded_aurora(page, app_url: str) -> None:
+    """Upload the English report and ask the question it answers, until the answer shows."""
     page.goto(app_url)
     page.get_by_placeholder("Ask a question about your documents").wait_for()
     go(page, "Documents")
@@ -209,6 +210,10 @@ def test_a_new_conversation_has_its_own_url_titles_are_told_apart_and_rename_clo
     go(page, "Chat")
     ask(page, "Who founded Aurora Analytics?")
     page.get_by_text("Marta Silva").first.wait_for()
+
+
+def test_a_new_conversation_has_its_own_url_titles_are_told_apart_and_rename_closes(app_url, page):
+    ask_who_founded_aurora(page, app_url)
     first = session_in_url(page)
 
     page.get_by_role("button", name="New conversation", exact=True).click()
@@ -236,14 +241,7 @@ def test_a_new_conversation_has_its_own_url_titles_are_told_apart_and_rename_clo
 
 def test_stats_charts_fit_their_columns_and_extractive_answers_show_no_token_chart(app_url, page):
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(app_url)
-    page.get_by_placeholder("Ask a question about your documents").wait_for()
-    go(page, "Documents")
-    upload(page, FIXTURES / "report_en.pdf")
-    wait_ingested(page, "report_en.pdf")
-    go(page, "Chat")
-    ask(page, "Who founded Aurora Analytics?")
-    page.get_by_text("Marta Silva").first.wait_for()
+    ask_who_founded_aurora(page, app_url)
     go(page, "Stats")
     page.get_by_text("No model tokens used yet").wait_for()
     page.get_by_text("Tokens per document").wait_for()
