@@ -8,6 +8,9 @@ Offline, the grade is the larger of two measures over the best three passages:
 - similarity: the embedding similarity between the question and the closest sentence
   (English only: the packaged model knows no Chinese).
 
+Before either, an answer-type cue: a "when / how many / 多少" question whose passages hold no
+date or number at all cannot be answered from them.
+
 A question whose subject the knowledge base never mentions ("the population of Quarnova")
 covers little: its rarest word is missing. The thresholds (``grade_threshold_*`` in
 Settings) were calibrated on the shared evaluation sets with ``python -m ragkit eval
@@ -17,11 +20,12 @@ returns something unusable the offline grade decides and the trace says so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from ..extractive import _word_credit, question_words
+from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
 
@@ -101,6 +105,8 @@ def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, 
     graded = hits[:PASSAGES_GRADED]
     if not graded:
         return Grade(0.0, threshold, "offline", "no passage matched the question")
+    if wants_number(question) and not any(holds_number(hit.text) for hit in graded):
+        return Grade(0.0, threshold, "offline", "the question asks for a date or number and no passage holds one")
     share, where = coverage(question, graded, idf)
     similarity, sentence = (0.0, "") if cjk else closest_sentence(question, graded, embed)
     if similarity > share:
@@ -108,6 +114,27 @@ def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, 
         return Grade(round(similarity, 3), threshold, "offline", reason)
     reason = f"passage {where + 1} contains {share:.0%} of the question's key words"
     return Grade(round(share, 3), threshold, "offline", reason)
+
+
+# Answer-type cues: "when / how many / 多少 / 哪一年" questions are answered by a date or a number.
+_LATIN_NUMBER_QUESTION = re.compile(
+    r"^\s*(?:when|how\s+(?:many|much|long|old|far|often|tall|high|big|large|wide|deep))\b"
+    r"|\b(?:what|which)\s+(?:year|date|decade|century|percentage|number|age)\b", re.IGNORECASE)
+_NUMBER_IN_TEXT = re.compile(
+    r"\d|[零一二三四五六七八九十百千万亿两]|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen|half|century|decade)\b", re.IGNORECASE)
+
+
+def wants_number(question: str) -> bool:
+    """True for a question whose answer is a date or a number."""
+    if is_cjk_text(question):
+        return bool(CJK_NUMBER_QUESTION.search(question))
+    return bool(_LATIN_NUMBER_QUESTION.search(question))
+
+
+def holds_number(text: str) -> bool:
+    """True when ``text`` holds a digit, a Chinese numeral or an English number word."""
+    return bool(_NUMBER_IN_TEXT.search(text))
 
 
 def _clip(text: str, limit: int = 90) -> str:
