@@ -74,11 +74,12 @@ def test_upload_ask_follow_up_and_reload(app_url, page):
     go(page, "Chat")
     ask(page, "Who founded Aurora Analytics?")
     page.get_by_text("Marta Silva").first.wait_for()
-    page.get_by_text("report_en.pdf · page 1").first.wait_for()
+    latest_answer = page.get_by_test_id("stChatMessage").last  # earlier answers' sources are folded away
+    latest_answer.get_by_text("report_en.pdf · page 1").first.wait_for()
     ask(page, "Where does it plan to open an office?")
     page.get_by_text("Searched as:").first.wait_for()
-    page.get_by_text("Osaka").first.wait_for()
-    page.get_by_text("report_en.pdf · page 3").first.wait_for()
+    latest_answer.get_by_text("Osaka").first.wait_for()
+    latest_answer.get_by_text("report_en.pdf · page 3").first.wait_for()
     session_url = page.url
     assert "session=" in session_url
     shot(page, "03-conversation")
