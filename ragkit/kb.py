@@ -40,14 +40,10 @@ class KnowledgeBase:
     """Documents in, ranked passages out; persistent under ``settings.data_dir``."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None, check_model: bool = True,
-                 refuse_unknown: bool = True, preload_model: bool = False):
+                 refuse_unknown: bool = True):
         self.settings = settings
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
-        if preload_model and embedder is None:
-            # Loading the model takes longer than opening the store: do both at once. A load that
-            # fails here is retried, and reported, by the first search that needs the model.
-            threading.Thread(target=self._preload_model, name="ragkit-model-load", daemon=True).start()
         self._sync_lock = threading.Lock()
         self.catalog = Catalog(settings.data_path / "registry.sqlite3")
         if check_model:
@@ -81,12 +77,6 @@ class KnowledgeBase:
             if self._embedder is None:
                 self._embedder = make_embedder(self.settings)
             return self._embedder
-
-    def _preload_model(self) -> None:
-        try:
-            self.embedder.embed_query("warm up")  # the first call also sets up the model's kernels
-        except Exception as exc:  # the first search reports it
-            log.info("background model load failed: %s", exc)
 
     @property
     def embedding_model_name(self) -> str:

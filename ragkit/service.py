@@ -17,8 +17,9 @@ class RagService:
 
     def __init__(self, settings: Settings, warm_up: bool = True):
         self.settings = settings
-        # The model loads while the page draws; a search waits for it.
-        self.kb = KnowledgeBase(settings, preload_model=warm_up)
+        self.kb = KnowledgeBase(settings)
+        if warm_up:
+            self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
         self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
         self.engine = ChatEngine(settings, self.kb, self.history)
         self.uploads = IngestQueue(self.kb.ingest_many)  # indexing that survives leaving the page
