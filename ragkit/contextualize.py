@@ -115,11 +115,11 @@ def _english_candidates(question: str) -> list[str]:
     if not found:  # no name: what a "which / what ..." question asks about, or its last content words
         asked = _WHICH_NOUN.match(question) or _DONE_TO_NOUN.match(question)
         if asked:
-            found.append("the " + next(group for group in asked.groups() if group))
+            return ["the " + next(group for group in asked.groups() if group)]
         tail = re.split(r"\b(?:of|the)\b", question)[-1]
         content = [w for w in _ENGLISH_WORD.findall(tail) if w.lower() not in ENGLISH_STOPWORDS
                    and w.lower() not in QUESTION_WORDS]
-        if content and not asked:
+        if content:
             found.append("the " + " ".join(content))
     return list(dict.fromkeys(found))
 
