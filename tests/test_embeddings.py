@@ -1,0 +1,83 @@
+"""The default embedding backend: queries through a float32 ONNX copy of the model that
+gives PyTorch's own vectors, so a process that only searches starts without PyTorch; a
+model whose copy would give other vectors keeps PyTorch."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ragkit.config import Settings
+from ragkit.embeddings import SentenceTransformerEmbedder, make_embedder, packaged_minilm_path
+
+QUESTIONS = ["Who was the last resident keeper of the lighthouse?", "它的续航怎么样？",
+             "What is the size limit for uploads?"]
+
+_SEARCH_ONLY_PROCESS = """
+import json, sys
+from ragkit.config import Settings
+from ragkit.embeddings import make_embedder
+embedder = make_embedder(Settings(data_dir=sys.argv[1], _env_file=None))
+vectors = embedder.embed_remembered(json.loads(sys.argv[2]))
+print(json.dumps({"torch_imported": "torch" in sys.modules,
+                  "sentence_transformers_imported": "sentence_transformers" in sys.modules,
+                  "vectors": vectors.tolist()}))
+"""
+
+
+def test_a_copy_of_settings_with_another_data_dir_points_at_that_dir(tmp_path):
+    first = Settings(data_dir=tmp_path / "one", _env_file=None)
+    assert first.data_path == (tmp_path / "one").resolve()
+    assert first.model_copy(update={"data_dir": tmp_path / "two"}).data_path == (tmp_path / "two").resolve()
+
+
+def test_after_the_model_first_loads_a_new_process_encodes_queries_without_pytorch(tmp_path, embedder):
+    settings = Settings(data_dir=tmp_path / "data", _env_file=None)
+    make_embedder(settings)  # no copy yet: loads PyTorch and builds it
+    recipe = json.loads(next((settings.data_path / "models").glob("*-onnx-fp32/recipe.json")).read_text())
+    assert recipe["same_vectors"] is True and recipe["largest_difference"] < 1e-4
+
+    result = subprocess.run([sys.executable, "-c", _SEARCH_ONLY_PROCESS, str(settings.data_path),
+                             json.dumps(QUESTIONS)], capture_output=True, text=True, timeout=300, check=True)
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    assert measured["torch_imported"] is False and measured["sentence_transformers_imported"] is False
+    with_pytorch = embedder.model.encode(QUESTIONS, normalize_embeddings=True)
+    assert np.abs(np.asarray(measured["vectors"]) - with_pytorch).max() < 1e-5
+
+
+def test_passages_and_queries_get_the_same_vector_whichever_runtime_encodes_them(tmp_path):
+    embedder = make_embedder(Settings(data_dir=tmp_path / "data", _env_file=None))
+    passages = [f"Passage {n}: the lighthouse keeper logged the storm of 18{n:02d}." for n in range(20)]
+    as_documents = embedder.embed_documents(passages)  # a long batch: PyTorch
+    one_by_one = np.vstack([embedder.embed_query(text) for text in passages])  # onnxruntime
+    assert np.abs(as_documents - one_by_one).max() < 1e-5
+
+
+@pytest.fixture
+def cls_pooling_model(tmp_path):
+    """The packaged model's weights with CLS pooling instead of mean pooling."""
+    source = packaged_minilm_path()
+    model = tmp_path / "cls-model"
+    model.mkdir()
+    for item in source.iterdir():
+        if item.name != "1_Pooling":
+            (model / item.name).symlink_to(item)
+    pooling = json.loads((source / "1_Pooling" / "config.json").read_text())
+    pooling.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return model
+
+
+def test_a_model_whose_copy_gives_other_vectors_keeps_pytorch_for_queries(tmp_path, cls_pooling_model):
+    cache = tmp_path / "copy"
+    embedder = SentenceTransformerEmbedder(str(cls_pooling_model), cache)
+    assert json.loads((cache / "recipe.json").read_text())["same_vectors"] is False
+    assert not (cache / "model.onnx").exists()
+    recorded = (cache / "recipe.json").stat().st_mtime_ns
+    reopened = SentenceTransformerEmbedder(str(cls_pooling_model), cache)
+    assert (cache / "recipe.json").stat().st_mtime_ns == recorded  # the outcome is kept, not tried again
+    expected = reopened.model.encode(QUESTIONS[:1], normalize_embeddings=True)[0]
+    assert np.abs(embedder.embed_query(QUESTIONS[0]) - expected).max() < 1e-5
