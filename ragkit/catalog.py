@@ -217,11 +217,19 @@ class Catalog:
 
     def by_hash(self, digest: str) -> DocumentRecord | None:
         """A document with exactly these bytes, if any."""
-        return next((doc for doc in self.documents() if doc.content_hash == digest), None)
+        return self._first_where("content_hash", digest)
 
     def by_source(self, source: str) -> DocumentRecord | None:
         """The document stored under this source, if any."""
-        return next((doc for doc in self.documents() if doc.source == source), None)
+        return self._first_where("source", source)
+
+    def _first_where(self, column: str, value: str) -> DocumentRecord | None:
+        # Asked of the (indexed) table: a folder ingest asks for every file, and copying the
+        # whole document list each time would grow with the knowledge base.
+        with read(self._engine) as conn:
+            row = conn.execute(text(f"SELECT * FROM documents WHERE {column} = :value "  # noqa: S608 - fixed names
+                                    "ORDER BY updated_at DESC, id LIMIT 1"), {"value": value}).mappings().first()
+        return _record(row) if row is not None else None
 
     def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None) -> DocumentRecord:
         """Change a document's title (marked as the user's) and/or tags."""

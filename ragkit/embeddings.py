@@ -46,15 +46,17 @@ class Embedder(ABC):
     def embed_documents(
         self, texts: Sequence[str], batch_size: int = 64, progress: ProgressCallback | None = None
     ) -> np.ndarray:
-        """Embed many texts in batches, reporting (done, total) after each batch."""
-        vectors = []
+        """Embed many texts in batches, reporting (done, total) after each batch. Batches
+        hold texts of similar length (each is padded to its longest), in the input's order
+        when returned."""
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(texts), batch_size):
-            vectors.append(self._embed_passages(list(texts[start : start + batch_size])))
+            batch = by_length[start : start + batch_size]
+            vectors[batch] = self._embed_passages([texts[i] for i in batch])
             if progress:
                 progress(min(start + batch_size, len(texts)), len(texts))
-        if not vectors:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.vstack(vectors)
+        return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query."""

@@ -92,7 +92,7 @@ class LexicalIndex:
         self._total_length = 0
         self._main = _Postings([], [], [], 0)
         self._recent_slots: list[int] = []
-        self._recent = _Postings([], [], [], 0)
+        self._recent: _Postings | None = _Postings([], [], [], 0)  # None: rebuilt at the next search
         self._dead = 0
 
     # ----- size --------------------------------------------------------------------
@@ -198,7 +198,12 @@ class LexicalIndex:
         if len(self._recent_slots) > limit or self._dead > limit:
             self.compact()
         else:
+            self._recent = None  # a folder of files is many changes before the next search
+
+    def _recent_postings(self) -> _Postings:
+        if self._recent is None:
             self._recent = self._postings(self._recent_slots)
+        return self._recent
 
     def compact(self) -> None:
         """Fold recent passages into the main block and drop removed ones (renumbers slots)."""
@@ -287,7 +292,7 @@ class LexicalIndex:
             if not self._df[term_id]:
                 continue
             idf = self._idf(term_id)
-            for block in (self._main, self._recent):
+            for block in (self._main, self._recent_postings()):
                 slots, tf = block.get(term_id)
                 if len(slots):
                     scores[slots] += idf * tf / (tf + norm[slots])
