@@ -129,6 +129,19 @@ def test_weak_evidence_for_a_rewritten_follow_up_searches_again_with_the_questio
     assert retry["query"] == "What about its height?" and retry["trace"][0].step == "Searched again"
 
 
+def test_weak_evidence_for_a_follow_up_tries_the_previous_questions_other_subject_first(nodes):
+    # "From where does the Band lead a march to the Stadium?" then "How many seats are in it?"
+    state = {"question": "How many seats are in it?", "standalone_question": "How many seats are in the Band?",
+             "alternatives": ["How many seats are in the Stadium?"], "grade": graded(0.1),
+             "queries": ["How many seats are in the Band?"]}
+    assert nodes.after_grade(state) == "rewrite_query"
+    retry = nodes.rewrite_query(state)
+    assert retry["query"] == retry["standalone_question"] == "How many seats are in the Stadium?"
+    assert "another subject" in retry["trace"][0].detail
+    then = state | retry | {"queries": state["queries"] + [retry["query"]]}
+    assert nodes.rewrite_query(then)["query"] == "How many seats are in it?"  # then the question as asked
+
+
 def test_weak_evidence_with_nothing_left_to_try_is_not_found(nodes, settings):
     tried = {"question": "q", "standalone_question": "q", "queries": ["q"], "grade": graded(0.1)}
     assert nodes.after_grade(tried) == "not_found"

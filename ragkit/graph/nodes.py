@@ -158,7 +158,7 @@ class RagNodes:
         if not history or not needs_context(question):
             return {"standalone_question": question, "query": question, "queries": [],
                     "timings": {"contextualize_ms": _elapsed_ms(started)}}
-        offline, how = self._offline_rewrite(question, history)
+        offline, how, options = self._offline_rewrite(question, history)
         rewritten = offline
         choice = self._choice(state)
         if self.clients.judges(choice):
@@ -169,25 +169,27 @@ class RagNodes:
             emit({"type": "standalone", "question": rewritten})
         detail = f"“{rewritten}” ({how})" if rewritten != question else "the question is complete: kept as asked"
         return {"standalone_question": rewritten, "query": rewritten, "queries": [],
+                "alternatives": [option for option in options if option != rewritten],
                 "trace": step("Rewrote the follow-up", detail),
                 "timings": {"contextualize_ms": _elapsed_ms(started)}}
 
-    def _offline_rewrite(self, question: str, history: list) -> tuple[str, str]:
+    def _offline_rewrite(self, question: str, history: list) -> tuple[str, str, list[str]]:
         """Of the rewrites with the previous question's likeliest subjects, the one whose
-        search finds the best-covered passage (ties: the likelier subject)."""
+        search finds the best-covered passage (ties: the likelier subject); also every
+        rewrite, likeliest first, for the searches after weak evidence."""
         options = rewrite_options(question, history, self._rarity)
         if not options:
-            return question, "offline"
+            return question, "offline", []
         if len(options) == 1:
-            return options[0], "offline, from the previous question's subject"
+            return options[0], "offline, from the previous question's subject", options
         scored = []
         for rank, option in enumerate(options):
             hits = self.kb.search(option, PASSAGES_GRADED)
             scored.append((coverage(option, hits, self.kb.idf(option))[0], option))
         first, best = scored[0], max(scored)
         if best[0] < first[0] + SUBJECT_MARGIN:  # the likeliest subject unless another is clearly better
-            return first[1], "offline, from the previous question's subject"
-        return best[1], f"offline: of {len(options)} possible subjects, the one the documents support best"
+            return first[1], "offline, from the previous question's subject", options
+        return best[1], f"offline: of {len(options)} possible subjects, the one the documents support best", options
 
     def _rarity(self, phrase: str) -> float:
         values = list(self.kb.lexical.idf(search_tokens(phrase)).values())
@@ -284,13 +286,14 @@ class RagNodes:
         return "not_found"
 
     def _next_query(self, state: dict) -> str:
-        """A search not tried yet: offline, the question as asked, when the rewrite of a
-        follow-up may have carried the wrong subject. (Searching a first question again
-        with fewer words mostly finds the same passages and, measured on the shared sets,
-        turned more unanswerable questions into wrong answers than it rescued.)"""
+        """A search not tried yet, offline: for a follow-up, its rewrite with the previous
+        question's next likeliest subject (the reference may be to another thing it named),
+        then the question as asked. (Searching a first question again with fewer words
+        mostly finds the same passages and, measured on the shared sets, turned more
+        unanswerable questions into wrong answers than it rescued.)"""
         tried = set(state.get("queries") or [])
-        asked = state["question"].strip()
-        return asked if asked not in tried else ""
+        untried = [q for q in [*(state.get("alternatives") or []), state["question"].strip()] if q not in tried]
+        return untried[0] if untried else ""
 
     def rewrite_query(self, state: dict) -> dict:
         """Choose the next search: the model's alternative query, or the next offline one."""
@@ -299,7 +302,13 @@ class RagNodes:
         if self.clients.judges(choice):
             query, how = self._model_search_query(choice, state, query)
         emit({"type": "status", "text": "Searching again with a rewritten query"})
-        return {"query": query, "trace": step("Searched again", f"“{query}” ({how})")}
+        update = {"query": query, "trace": step("Searched again", f"“{query}” ({how})")}
+        if query in (state.get("alternatives") or []):  # now the question as understood
+            emit({"type": "standalone", "question": query})
+            update["standalone_question"] = query
+            update["trace"] = step("Searched again", f"“{query}” (offline: the follow-up may refer to another "
+                                                     "subject of the previous question)")
+        return update
 
     def _model_search_query(self, choice: ModelChoice, state: dict, fallback: str) -> tuple[str, str]:
         messages = [SystemMessage(prompts.SEARCH_REWRITE_SYSTEM),

@@ -28,6 +28,7 @@ class RagState(TypedDict, total=False):
     history: list[Exchange]  # earlier turns, oldest first, trimmed to the prompt budget
     # contextualize, retrieve, grade, rewrite
     standalone_question: str
+    alternatives: list[str]  # a follow-up's rewrites with other subjects, tried after weak evidence
     query: str  # what the current search round looks for
     queries: list[str]  # every query searched so far
     hits: list[Hit]
