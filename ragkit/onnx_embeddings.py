@@ -51,7 +51,9 @@ def export_onnx(source: "SentenceTransformer", path: Path) -> None:
     transformer = source[0].auto_model.eval()
     # Plain ("eager") attention exports as ops onnxruntime's optimizer fuses into one
     # Attention node; the default (SDPA) exports a NaN-masking Where over every score
-    # matrix that took a third of the int8 model's time.
+    # matrix that took a third of the int8 model's time. The model is set back after: it
+    # may be the one that goes on embedding passages, where PyTorch's default is faster.
+    previous = transformer.config._attn_implementation
     transformer.set_attn_implementation("eager")
 
     class LastHiddenState(torch.nn.Module):
@@ -66,11 +68,14 @@ def export_onnx(source: "SentenceTransformer", path: Path) -> None:
     ids = torch.ones((2, 16), dtype=torch.long)
     axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
             "token_type_ids": {0: "batch", 1: "tokens"}, "last_hidden_state": {0: "batch", 1: "tokens"}}
-    with warnings.catch_warnings():  # the tracer's notes on shapes it fixed: expected for this export
-        warnings.simplefilter("ignore")
-        torch.onnx.export(LastHiddenState(transformer).eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-                          str(path), input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+    try:
+        with warnings.catch_warnings():  # the tracer's notes on shapes it fixed: expected for this export
+            warnings.simplefilter("ignore")
+            torch.onnx.export(LastHiddenState(transformer).eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+                              str(path), input_names=["input_ids", "attention_mask", "token_type_ids"],
+                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+    finally:
+        transformer.set_attn_implementation(previous)
 
 
 def _write_recipe(target: Path, recipe: int, model_file: str, source: "SentenceTransformer", model_dir: Path,

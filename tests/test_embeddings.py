@@ -35,7 +35,9 @@ def test_a_copy_of_settings_with_another_data_dir_points_at_that_dir(tmp_path):
 
 def test_after_the_model_first_loads_a_new_process_encodes_queries_without_pytorch(tmp_path, embedder):
     settings = Settings(data_dir=tmp_path / "data", _env_file=None)
-    make_embedder(settings)  # no copy yet: loads PyTorch and builds it
+    builder = make_embedder(settings)  # no copy yet: loads PyTorch and builds it
+    exported_with = builder.model[0].auto_model.config._attn_implementation
+    assert exported_with == embedder.model[0].auto_model.config._attn_implementation != "eager"  # set back
     recipe = json.loads(next((settings.data_path / "models").glob("*-onnx-fp32/recipe.json")).read_text())
     assert recipe["same_vectors"] is True and recipe["largest_difference"] < 1e-4
 
