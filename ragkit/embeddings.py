@@ -118,7 +118,7 @@ class SentenceTransformerEmbedder(Embedder):
         self._query_encoder_dir = query_encoder_dir
         self._model = None
         self._model_lock = threading.Lock()
-        self._query_encoder = cached_query_encoder(query_encoder_dir) if query_encoder_dir else None
+        self._query_encoder = cached_query_encoder(query_encoder_dir, self._location) if query_encoder_dir else None
         if self._query_encoder is not None:
             self.dimension = self._query_encoder.dimension
         else:
@@ -239,5 +239,7 @@ def _slug(name: str) -> str:
 def configured_model_name(settings: Settings) -> str:
     """The name the store records for the configured model and backend (without loading it)."""
     if settings.embedding_backend == "onnx-int8" and not settings.embedding_model.startswith("openai:"):
-        return f"{settings.embedding_model}+onnx-int8"
+        from .onnx_embeddings import int8_model_name
+
+        return int8_model_name(settings.embedding_model)
     return settings.embedding_model

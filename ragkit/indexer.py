@@ -260,11 +260,11 @@ class Indexer:
             offset += len(prepared.passages)
 
         def on_batch(done: int, total: int) -> None:
-            for (_, prepared), (low, high) in zip(group, bounds):
-                share = min(max((done - low) / max(high - low, 1), 0.0), 1.0)
-                if done > low:
-                    prepared.item.progress(f"embedding {min(done - low, high - low)}/{high - low} passages",
-                                           0.1 + 0.8 * share)
+            # The files of a group are embedded together, in batches of similar length (not
+            # file by file): each shows the group's progress.
+            of_files = f" of {len(group)} files" if len(group) > 1 else ""
+            for _, prepared in group:
+                prepared.item.progress(f"embedding {done}/{total} passages{of_files}", 0.1 + 0.8 * done / max(total, 1))
 
         vectors = self._embedder().embed_documents(texts, self.settings.embedding_batch_size, on_batch)
         for (_, prepared), (low, high) in zip(group, bounds):

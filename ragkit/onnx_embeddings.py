@@ -17,6 +17,7 @@ Two uses, both built offline from the model on disk on first use and cached unde
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -78,12 +79,42 @@ def export_onnx(source: "SentenceTransformer", path: Path) -> None:
         transformer.set_attn_implementation(previous)
 
 
-def _write_recipe(target: Path, recipe: int, model_file: str, source: "SentenceTransformer", model_dir: Path,
-                  **extra) -> None:
+def source_fingerprint(model_dir: Path) -> str:
+    """A digest of the model directory's location and its files' sizes and times: a cached
+    copy is used only for the model it was made from, as it is now."""
+    digest = hashlib.sha256(str(model_dir.resolve()).encode())
+    for path in sorted(model_dir.rglob("*")):
+        if path.is_file():
+            info = path.stat()
+            digest.update(f"{path.relative_to(model_dir)}:{info.st_size}:{info.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+def _read_recipe(folder: Path) -> dict | None:
+    try:
+        details = json.loads((folder / "recipe.json").read_text())
+    except (OSError, ValueError):  # missing, or cut short by a crash: built again
+        return None
+    return details if isinstance(details, dict) else None
+
+
+def _recipe_matches(folder: Path, recipe: int, fingerprint: str) -> bool:
+    details = _read_recipe(folder)
+    return details is not None and details.get("recipe") == recipe and details.get("source") == fingerprint
+
+
+def _write_recipe(target: Path, recipe: int, model_dir: Path, **details) -> None:
+    """Record how ``target`` was built, last and atomically (a half-written recipe would
+    otherwise stop every start)."""
+    pending = target / "recipe.json.tmp"
+    pending.write_text(json.dumps({"recipe": recipe, "source": source_fingerprint(model_dir), **details}))
+    os.replace(pending, target / "recipe.json")
+
+
+def _model_details(source: "SentenceTransformer", model_dir: Path, target: Path, model_file: str) -> dict:
     shutil.copy(model_dir / "tokenizer.json", target / "tokenizer.json")
-    details = {"recipe": recipe, "model_file": model_file, "dimension": int(source.get_embedding_dimension()),
-               "max_tokens": int(getattr(source, "max_seq_length", 256) or 256), **extra}
-    (target / "recipe.json").write_text(json.dumps(details))
+    return {"model_file": model_file, "dimension": int(source.get_embedding_dimension()),
+            "max_tokens": int(getattr(source, "max_seq_length", 256) or 256)}
 
 
 def build_int8(model_dir: Path, target: Path) -> None:
@@ -102,20 +133,19 @@ def build_int8(model_dir: Path, target: Path) -> None:
                    hidden_size=config.hidden_size).save_model_to_file(str(fused))
     quantize_dynamic(str(fused), str(target / "model-int8.onnx"), weight_type=QuantType.QInt8, per_channel=True,
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-    _write_recipe(target, INT8_RECIPE, "model-int8.onnx", source, model_dir)
     plain.unlink()
     fused.unlink()
+    _write_recipe(target, INT8_RECIPE, model_dir, **_model_details(source, model_dir, target, "model-int8.onnx"))
 
 
 class OnnxEncoder:
     """A cached ONNX model with its tokenizer: texts to mean-pooled, L2-normalised vectors
     (the pooling of the packaged sentence-transformers model)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, details: dict):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        details = json.loads((folder / "recipe.json").read_text())
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, os.cpu_count() or 1)
         self.session = ort.InferenceSession(str(folder / details["model_file"]), options,
@@ -141,20 +171,17 @@ class OnnxEncoder:
         return vectors
 
 
-def _recipe_matches(folder: Path, recipe: int) -> bool:
-    path = folder / "recipe.json"
-    return path.exists() and json.loads(path.read_text()).get("recipe") == recipe
-
-
-def cached_query_encoder(folder: Path) -> OnnxEncoder | None:
-    """The float32 query encoder cached in ``folder``, if one was built and proved to give
-    the model's own vectors; else None (nothing is built here: that needs PyTorch)."""
-    if not _recipe_matches(folder, FLOAT32_RECIPE):
+def cached_query_encoder(folder: Path, model_dir: Path) -> OnnxEncoder | None:
+    """The float32 query encoder cached in ``folder`` for the model in ``model_dir``, if one
+    was built from it and proved to give its vectors; else None (nothing is built here:
+    that needs PyTorch)."""
+    if not _recipe_matches(folder, FLOAT32_RECIPE, source_fingerprint(model_dir)):
         return None
-    if not json.loads((folder / "recipe.json").read_text()).get("same_vectors"):
+    details = _read_recipe(folder) or {}
+    if not details.get("same_vectors"):
         return None
     try:
-        return OnnxEncoder(folder)
+        return OnnxEncoder(folder, details)
     except Exception as exc:  # a damaged cache: PyTorch answers instead, and it is rebuilt
         log.warning("ignoring the cached query encoder in %s (%s)", folder, exc)
         (folder / "recipe.json").unlink(missing_ok=True)
@@ -163,43 +190,51 @@ def cached_query_encoder(folder: Path) -> OnnxEncoder | None:
 
 def build_query_encoder(source: "SentenceTransformer", model_dir: Path, folder: Path) -> OnnxEncoder | None:
     """Export ``source`` in float32 to ``folder`` and keep it only if its vectors for the
-    probe texts are the model's own (a model with another pooling is not); the outcome is
-    recorded so a model that cannot be copied is not tried again."""
-    if _recipe_matches(folder, FLOAT32_RECIPE):
-        return cached_query_encoder(folder)
+    probe texts are the model's own (a model with another pooling is not); the outcome,
+    failures included, is recorded so a model that cannot be copied is not tried again."""
+    if _recipe_matches(folder, FLOAT32_RECIPE, source_fingerprint(model_dir)):
+        return cached_query_encoder(folder, model_dir)
+    (folder / "recipe.json").unlink(missing_ok=True)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         export_onnx(source, folder / "model.onnx")
-        _write_recipe(folder, 0, "model.onnx", source, model_dir)  # usable for the check only
+        details = _model_details(source, model_dir, folder, "model.onnx")
         expected = source.encode(PROBE_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
-        difference = float(np.abs(OnnxEncoder(folder).encode(PROBE_TEXTS) - expected).max())
+        difference = float(np.abs(OnnxEncoder(folder, details).encode(PROBE_TEXTS) - expected).max())
     except Exception as exc:
         log.warning("no ONNX query encoder for %s (%s: %s); PyTorch encodes queries", model_dir,
                     type(exc).__name__, exc)
+        (folder / "model.onnx").unlink(missing_ok=True)
+        if folder.is_dir():
+            _write_recipe(folder, FLOAT32_RECIPE, model_dir, same_vectors=False, error=f"{type(exc).__name__}: {exc}")
         return None
     same = difference <= SAME_VECTOR_TOLERANCE
-    _write_recipe(folder, FLOAT32_RECIPE, "model.onnx", source, model_dir, same_vectors=same,
-                  largest_difference=difference)
     if not same:
         (folder / "model.onnx").unlink(missing_ok=True)
         log.info("the ONNX copy of %s differs by %.2g; PyTorch encodes queries", model_dir, difference)
-        return None
-    return OnnxEncoder(folder)
+    _write_recipe(folder, FLOAT32_RECIPE, model_dir, same_vectors=same, largest_difference=difference, **details)
+    return OnnxEncoder(folder, details) if same else None
+
+
+def int8_model_name(name: str) -> str:
+    """The name a store records for the int8 copy of model ``name``: with the recipe, since
+    another recipe's vectors differ (a store of another asks for ``reindex``)."""
+    return f"{name}+onnx-int8-r{INT8_RECIPE}"
 
 
 class OnnxInt8Embedder(Embedder):
     """The model exported to ONNX and quantized to int8, run by onnxruntime."""
 
     def __init__(self, name: str, model_dir: Path, cache_dir: Path):
-        if not _recipe_matches(cache_dir, INT8_RECIPE):
+        if not _recipe_matches(cache_dir, INT8_RECIPE, source_fingerprint(model_dir)):
             log.info("building the int8 ONNX embedding model in %s (once)", cache_dir)
             try:
                 build_int8(model_dir, cache_dir)
             except Exception as exc:
                 raise EmbeddingError(f"cannot build the ONNX embedding model from {model_dir} "
                                      f"({type(exc).__name__}: {exc}); set RAGKIT_EMBEDDING_BACKEND=torch") from None
-        self.encoder = OnnxEncoder(cache_dir)
-        self.name = f"{name}+onnx-int8"
+        self.encoder = OnnxEncoder(cache_dir, _read_recipe(cache_dir) or {})
+        self.name = int8_model_name(name)
         self.dimension = self.encoder.dimension
 
     def _embed(self, texts: list[str]) -> np.ndarray:

@@ -20,12 +20,13 @@ SHARED_EVAL = REPO.parent / "shared" / "eval"
 
 
 @pytest.fixture(scope="session")
-def embedder():
-    """The packaged MiniLM model, loaded once (offline)."""
+def embedder(tmp_path_factory):
+    """The packaged MiniLM model, loaded once (offline); its ONNX query copy is built in a
+    directory of this run, not in the working directory's data dir."""
     from ragkit.config import Settings
     from ragkit.embeddings import make_embedder
 
-    return make_embedder(Settings())
+    return make_embedder(Settings(data_dir=tmp_path_factory.mktemp("embedder"), _env_file=None))
 
 
 @pytest.fixture

@@ -83,3 +83,25 @@ def test_a_model_whose_copy_gives_other_vectors_keeps_pytorch_for_queries(tmp_pa
     assert (cache / "recipe.json").stat().st_mtime_ns == recorded  # the outcome is kept, not tried again
     expected = reopened.model.encode(QUESTIONS[:1], normalize_embeddings=True)[0]
     assert np.abs(embedder.embed_query(QUESTIONS[0]) - expected).max() < 1e-5
+
+
+def test_a_query_copy_cut_short_by_a_crash_is_built_again(tmp_path, embedder):
+    settings = Settings(data_dir=tmp_path / "data", _env_file=None)
+    make_embedder(settings)
+    recipe = next((settings.data_path / "models").glob("*-onnx-fp32/recipe.json"))
+    recipe.write_text('{"recipe": ')  # a write that never finished
+    rebuilt = make_embedder(settings)
+    assert json.loads(recipe.read_text())["same_vectors"] is True
+    assert np.abs(rebuilt.embed_query(QUESTIONS[0]) - embedder.embed_query(QUESTIONS[0])).max() < 1e-5
+
+
+def test_a_query_copy_is_used_only_for_the_model_it_was_made_from(tmp_path, cls_pooling_model):
+    cache = tmp_path / "copy"
+    SentenceTransformerEmbedder(str(cls_pooling_model), cache)  # CLS pooling: recorded as not the same
+    pooling = cls_pooling_model / "1_Pooling" / "config.json"
+    settings = json.loads(pooling.read_text())
+    settings.update(pooling_mode_cls_token=False, pooling_mode_mean_tokens=True)
+    pooling.write_text(json.dumps(settings))  # the model changed on disk: mean pooling now
+    changed = SentenceTransformerEmbedder(str(cls_pooling_model), cache)
+    assert json.loads((cache / "recipe.json").read_text())["same_vectors"] is True
+    assert changed._query_encoder is not None

@@ -161,5 +161,17 @@ def test_closest_matches_stay_with_the_first_search_unless_a_retry_is_clearly_be
     retry_hits = kb.search("What is its population?", 5)
     retry_score = nodes.grade({"standalone_question": question, "hits": retry_hits})["grade"].score
     retry = {"standalone_question": question, "hits": retry_hits}
-    assert "best" not in nodes.grade(retry | {"best": (retry_score - 0.05, first_hits)})  # the first search's stay
-    assert nodes.grade(retry | {"best": (retry_score - 0.3, first_hits)})["best"] == (retry_score, retry_hits)
+    assert "best" not in nodes.grade(retry | {"best": (retry_score - 0.05, first_hits, question)})  # first stays
+    better = nodes.grade(retry | {"best": (retry_score - 0.3, first_hits, question)})["best"]
+    assert better == (retry_score, retry_hits, question)
+
+
+def test_not_found_after_trying_another_subject_keeps_the_question_as_first_understood(nodes, kb):
+    first = "How many seats are in the Skerry Point Lighthouse?"
+    tried = "How many seats are in the Quarnova Stadium?"
+    state = {"question": "How many seats are in it?", "standalone_question": tried,
+             "hits": kb.search(tried, 5), "best": (0.3, kb.search(first, 5), first),
+             "queries": [first, tried, "How many seats are in it?"]}
+    result = nodes.not_found(state)
+    assert result["standalone_question"] == first and not result["found"] and result["closest"]
+    assert [s.chunk_id for s in result["closest"]] == [h.id for h in state["best"][1][: len(result["closest"])]]

@@ -169,7 +169,9 @@ class RagNodes:
             emit({"type": "standalone", "question": rewritten})
         detail = f"“{rewritten}” ({how})" if rewritten != question else "the question is complete: kept as asked"
         return {"standalone_question": rewritten, "query": rewritten, "queries": [],
-                "alternatives": [option for option in options if option != rewritten],
+                # other subjects for the searches after weak evidence, leaving the last for the question as asked
+                "alternatives": [option for option in options if option != rewritten][
+                    : max(self.settings.retrieval_retries - 1, 0)],
                 "trace": step("Rewrote the follow-up", detail),
                 "timings": {"contextualize_ms": _elapsed_ms(started)}}
 
@@ -254,7 +256,7 @@ class RagNodes:
         # The closest matches, if nothing suffices: the first search's (it is for the question as
         # understood) unless a retry found clearly better evidence.
         if best is None or grade.score > best[0] + SUBJECT_MARGIN:
-            update["best"] = (grade.score, hits)
+            update["best"] = (grade.score, hits, question)
         return update
 
     def _embed_sentences(self, texts: list[str]):
@@ -460,22 +462,26 @@ class RagNodes:
         separately; name an active filter and what outside it looks relevant."""
         lang = language(state)
         text = prompts.NOT_FOUND[lang]
+        # The question as understood is the best-graded round's (a follow-up's other subject
+        # tried after weak evidence is not kept when it did no better).
+        _, best_hits, question = state.get("best") or (0.0, state.get("hits") or [], state["standalone_question"])
+        if question != state["standalone_question"]:
+            emit({"type": "standalone", "question": question})
         filters = state.get("filters") or {}
         if filters:
             text += prompts.FILTER_NOTE[lang].format(what=_filter_words(filters))
-            elsewhere = self._best_outside(state)
+            elsewhere = self._best_outside(question)
             if elsewhere:
                 text += prompts.ELSEWHERE_NOTE[lang].format(title=elsewhere)
-        closest = sources_from_hits((state.get("best") or (0.0, state.get("hits") or []))[1][:CLOSEST_MATCHES])
+        closest = sources_from_hits(best_hits[:CLOSEST_MATCHES])
         self._announce_sources(closest, False)
         emit({"type": "token", "text": text})
         return {"answer": text, "sources": [], "closest": closest, "found": False, "mode": "not_found",
-                "model": "", "usage": {}, "trace": step("Not found", f"no passage answers it after "
-                                                                    f"{len(state.get('queries') or [])} searches")}
+                "standalone_question": question, "model": "", "usage": {},
+                "trace": step("Not found", f"no passage answers it after {len(state.get('queries') or [])} searches")}
 
-    def _best_outside(self, state: dict) -> str:
-        hits = self.kb.search(state["standalone_question"], self.settings.top_k)
-        question = state["standalone_question"]
+    def _best_outside(self, question: str) -> str:
+        hits = self.kb.search(question, self.settings.top_k)
         grade = grade_offline(question, hits, self.kb.idf(question), self._embed_sentences,
                               self.settings.grade_threshold_cjk, self.settings.grade_threshold_latin)
         return hits[0].title if hits and grade.sufficient else ""

@@ -33,7 +33,7 @@ class RagState(TypedDict, total=False):
     queries: list[str]  # every query searched so far
     hits: list[Hit]
     grade: Grade
-    best: tuple[float, list[Hit]]  # the best-graded round's passages: the closest matches
+    best: tuple[float, list[Hit], str]  # the best-graded round: score, passages (the closest matches), question
     # answer
     answer: str
     sources: list[Source]
