@@ -41,7 +41,8 @@ class Settings(BaseSettings):
         "or openai:<model> for an OpenAI embedding model",
     )
     embedding_backend: Literal["torch", "onnx-int8"] = Field(
-        default="torch", description="onnx-int8: the model quantized to int8 and run by onnxruntime, about 1.8x faster on passages"
+        default="torch",
+        description="onnx-int8: the model quantized to int8 and run by onnxruntime, about 1.8x faster on passages",
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
 
