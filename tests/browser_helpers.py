@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from conftest import REPO, free_port, serve
 
@@ -150,14 +151,28 @@ def table_row_of(page, text: str) -> int:
 
 def select_row(page, text: str) -> None:
     """Select the documents table's row that shows ``text``, with the keyboard, and wait for the
-    detail panel (never by screen position: the row is found by its content)."""
-    row = table_row_of(page, text)
+    detail panel and the selected row (never by screen position: the row is found by its
+    content). A table redrawn with a new row between finding the row and selecting it (a busy
+    machine) moves the row: the selection is checked and the cursor moved again."""
     grid = page.get_by_test_id("data-grid-canvas")
+    selected = page.get_by_test_id("stDataFrame").locator("tr[aria-selected=true]")
     grid.focus()
     page.keyboard.press("ArrowRight")  # the grid's cursor enters the first row
-    for _ in range(row):
-        page.keyboard.press("ArrowDown")
-    page.keyboard.press("Shift+Space")  # select the cursor's row
-    page.get_by_text("Preview passages").wait_for()
+    cursor = None
+    for _ in range(3):
+        row = table_row_of(page, text)
+        if row != cursor:  # (on the row already selected, Shift+Space would unselect it)
+            grid.focus()
+            for _ in range(abs(row - (cursor or 0))):
+                page.keyboard.press("ArrowDown" if row > (cursor or 0) else "ArrowUp")
+            cursor = row
+            page.keyboard.press("Shift+Space")  # select the cursor's row
+            page.get_by_text("Preview passages").wait_for()
+        try:
+            expect(selected).to_contain_text(text, timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    expect(selected).to_contain_text(text)
 
 
