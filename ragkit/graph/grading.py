@@ -1,6 +1,7 @@
 """Judging the retrieved evidence before answering: is the answer likely in these passages?
 
-Offline, the grade is the larger of two measures over the best three passages:
+Offline, two measures over the best three passages, each against its own threshold (they
+are on different scales); the one further above (or less below) its threshold decides:
 
 - coverage: the share of the question's informative words (weighted by how rare they
   are in the knowledge base) that one passage contains; for Chinese, jieba words of the
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from ..config import Settings
 from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
@@ -46,6 +48,12 @@ class Grade:
     def sufficient(self) -> bool:
         """True when the evidence is good enough to answer from."""
         return self.score >= self.threshold
+
+    @property
+    def margin(self) -> float:
+        """How far the score is above its threshold (below: negative); comparable across
+        measures, so rounds graded by different measures can be ranked."""
+        return self.score - self.threshold
 
 
 class EvidenceVerdict(BaseModel):
@@ -97,23 +105,25 @@ def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]
     return float(similarities[best]), shortlist[best]
 
 
-def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, threshold_cjk: float,
-                  threshold_latin: float) -> Grade:
-    """The offline grade of ``hits`` as evidence for ``question``."""
+def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings) -> Grade:
+    """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
+    in ``settings``."""
     cjk = is_cjk_text(question)
-    threshold = threshold_cjk if cjk else threshold_latin
+    threshold = settings.grade_threshold_cjk if cjk else settings.grade_threshold_latin
     graded = hits[:PASSAGES_GRADED]
     if not graded:
         return Grade(0.0, threshold, "offline", "no passage matched the question")
     if wants_number(question) and not any(holds_number(hit.text) for hit in graded):
         return Grade(0.0, threshold, "offline", "the question asks for a date or number and no passage holds one")
     share, where = coverage(question, graded, idf)
-    similarity, sentence = (0.0, "") if cjk else closest_sentence(question, graded, embed)
-    if similarity > share:
-        reason = f"closest sentence similarity {similarity:.2f}: “{_clip(sentence)}”"
-        return Grade(round(similarity, 3), threshold, "offline", reason)
-    reason = f"passage {where + 1} contains {share:.0%} of the question's key words"
-    return Grade(round(share, 3), threshold, "offline", reason)
+    by_words = Grade(round(share, 3), threshold, "offline",
+                     f"passage {where + 1} contains {share:.0%} of the question's key words")
+    if cjk:
+        return by_words
+    similarity, sentence = closest_sentence(question, graded, embed)
+    by_meaning = Grade(round(similarity, 3), settings.grade_similarity_threshold, "offline",
+                       f"closest sentence similarity {similarity:.2f}: “{_clip(sentence)}”")
+    return max(by_words, by_meaning, key=lambda grade: grade.margin)
 
 
 # Answer-type cues: "when / how many / 多少 / 哪一年" questions are answered by a date or a number.

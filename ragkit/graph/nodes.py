@@ -242,8 +242,7 @@ class RagNodes:
         started = time.perf_counter()
         question = state["standalone_question"]
         hits = state.get("hits") or []
-        offline = grade_offline(question, hits, self.kb.idf(question), self._embed_sentences,
-                                self.settings.grade_threshold_cjk, self.settings.grade_threshold_latin)
+        offline = grade_offline(question, hits, self.kb.idf(question), self._embed_sentences, self.settings)
         grade = offline
         choice = self._choice(state)
         if self.clients.judges(choice) and hits:
@@ -255,8 +254,8 @@ class RagNodes:
                   "timings": {"grade_ms": (state.get("timings") or {}).get("grade_ms", 0.0) + _elapsed_ms(started)}}
         # The closest matches, if nothing suffices: the first search's (it is for the question as
         # understood) unless a retry found clearly better evidence.
-        if best is None or grade.score > best[0] + SUBJECT_MARGIN:
-            update["best"] = (grade.score, hits, question)
+        if best is None or grade.margin > best[0] + SUBJECT_MARGIN:
+            update["best"] = (grade.margin, hits, question)
         return update
 
     def _embed_sentences(self, texts: list[str]):
@@ -481,8 +480,7 @@ class RagNodes:
 
     def _best_outside(self, question: str) -> str:
         hits = self.kb.search(question, self.settings.top_k)
-        grade = grade_offline(question, hits, self.kb.idf(question), self._embed_sentences,
-                              self.settings.grade_threshold_cjk, self.settings.grade_threshold_latin)
+        grade = grade_offline(question, hits, self.kb.idf(question), self._embed_sentences, self.settings)
         return hits[0].title if hits and grade.sufficient else ""
 
     # ----- record ------------------------------------------------------------------

@@ -33,7 +33,8 @@ class RagState(TypedDict, total=False):
     queries: list[str]  # every query searched so far
     hits: list[Hit]
     grade: Grade
-    best: tuple[float, list[Hit], str]  # the best-graded round: score, passages (the closest matches), question
+    # the best-graded round: its margin over the threshold, passages (the closest matches), question
+    best: tuple[float, list[Hit], str]
     # answer
     answer: str
     sources: list[Source]
