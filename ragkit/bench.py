@@ -17,7 +17,9 @@ Everything runs in a temporary data dir. What is measured, and how:
   first answered search, and its peak memory (a serving process, not the builder).
 - ``onnx_int8_speedup_passages`` / ``_questions``: the int8 ONNX backend's encoding rate over
   the default's (its float32 ONNX copy, which ingest and searches use), on full-length
-  passages embedded as ingest does and on questions embedded one at a time.
+  passages embedded as ingest does and on questions embedded one at a time;
+  ``onnx_int8_over_pytorch_passages``: the same passages' rate over plain PyTorch
+  (``SentenceTransformer.encode``, the usual stack).
 - ``extractive_answer_ms``: whole offline turns (rewrite, search, grade, quotes, record) on
   the samples, each question asked once.
 - ``first_token_ms``: question to first streamed token against a local OpenAI-compatible
@@ -211,6 +213,7 @@ def measure_onnx(settings: Settings, embedder, workload: Workload) -> dict:
         figures[f"encode_{kind}_per_s_default"] = round(default_rate, 1)
         figures[f"encode_{kind}_per_s_onnx_int8"] = round(onnx_rate, 1)
         figures[f"onnx_int8_speedup_{kind}"] = round(onnx_rate / default_rate, 2)
+    figures["onnx_int8_over_pytorch_passages"] = round(rates["passages"][1] / encode_rate(embedder, passages), 2)
     return figures
 
 

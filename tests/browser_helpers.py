@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from conftest import REPO, free_port, serve
@@ -130,6 +131,25 @@ FITS_JS = """() => {
         return box.left >= room.left - 1 && box.right <= room.right + 1;
     });
 }"""
+
+
+def fill_and_submit(page, label: str, value: str, button: str, done: str, attempts: int = 3) -> None:
+    """Type ``value`` into the field ``label``, press ``button`` and wait for the text ``done``.
+    A rerun that redraws the form between typing and pressing (seen once in a run of the suite, right
+    after a selection in the documents table) drops what was typed and the press: the user
+    then sees the field empty again and types it once more, and so does this helper."""
+    field = page.get_by_label(label, exact=True)
+    for _ in range(attempts):
+        field.fill(value)
+        expect(field).to_have_value(value)
+        page.get_by_role("button", name=button).click()
+        try:
+            page.get_by_text(done).first.wait_for(timeout=20_000)
+            return
+        except PlaywrightTimeoutError:
+            if field.input_value() == value:  # still typed: the press is being handled, slowly
+                break
+    page.get_by_text(done).first.wait_for()
 
 
 def ask(page, question: str) -> None:

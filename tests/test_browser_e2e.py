@@ -20,6 +20,7 @@ from browser_helpers import (  # noqa: F401 (fixtures)
     FITS_JS,
     ask,
     browser,
+    fill_and_submit,
     go,
     page,
     require_chromium,
@@ -173,9 +174,7 @@ def test_the_document_panel_follows_the_document_through_save_upload_and_delete(
     grid = page.get_by_test_id("stDataFrame").locator(".dvn-scroller").first
     assert grid.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the table fits 1280 px without a sideways scroll"
 
-    page.get_by_label("Tags", exact=True).fill("e2e-tag, 测试")
-    page.get_by_role("button", name="Save").click()
-    page.get_by_text("report_en.pdf: details saved").wait_for()
+    fill_and_submit(page, "Tags", "e2e-tag, 测试", "Save", "report_en.pdf: details saved")
     expect(panel).to_have_text(title)  # expect retries until the rerun is drawn
     expect(selected).to_contain_text("report_en.pdf")
     expect(page.get_by_label("Tags", exact=True)).to_have_value("e2e-tag, 测试")
