@@ -21,7 +21,7 @@ SHARED_EVAL = REPO.parent / "shared" / "eval"
 
 @pytest.fixture(scope="session")
 def embedder(tmp_path_factory):
-    """The packaged MiniLM model, loaded once (offline); its ONNX query copy is built in a
+    """The packaged MiniLM model, loaded once (offline); its float32 ONNX copy is built in a
     directory of this run, not in the working directory's data dir."""
     from ragkit.config import Settings
     from ragkit.embeddings import make_embedder

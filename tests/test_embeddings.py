@@ -25,7 +25,7 @@ from ragkit.embeddings import make_embedder
 embedder = make_embedder(Settings(data_dir=sys.argv[1], _env_file=None))
 texts = json.loads(sys.argv[2])
 print(json.dumps({"questions": embedder.embed_remembered(texts["questions"]).tolist(),
-                  "passages": embedder.embed_documents(texts["passages"], batch_size=8).tolist(),
+                  "passages": embedder.embed_documents(texts["passages"]).tolist(),
                   "torch_imported": "torch" in sys.modules,
                   "sentence_transformers_imported": "sentence_transformers" in sys.modules}))
 """
@@ -71,7 +71,7 @@ def cls_pooling_model(tmp_path):
     return model
 
 
-def test_a_model_whose_copy_gives_other_vectors_keeps_pytorch_for_queries(tmp_path, cls_pooling_model):
+def test_a_model_whose_copy_gives_other_vectors_keeps_pytorch(tmp_path, cls_pooling_model):
     cache = tmp_path / "copy"
     embedder = SentenceTransformerEmbedder(str(cls_pooling_model), cache)
     assert json.loads((cache / "recipe.json").read_text())["same_vectors"] is False
@@ -81,9 +81,12 @@ def test_a_model_whose_copy_gives_other_vectors_keeps_pytorch_for_queries(tmp_pa
     assert (cache / "recipe.json").stat().st_mtime_ns == recorded  # the outcome is kept, not tried again
     expected = reopened.model.encode(QUESTIONS[:1], normalize_embeddings=True)[0]
     assert np.abs(embedder.embed_query(QUESTIONS[0]) - expected).max() < 1e-5
+    passages = PASSAGES[-3:]
+    expected_passages = reopened.model.encode(passages, normalize_embeddings=True)
+    assert np.abs(embedder.embed_documents(passages) - expected_passages).max() < 1e-5
 
 
-def test_a_query_copy_cut_short_by_a_crash_is_built_again(tmp_path, embedder):
+def test_a_float32_copy_cut_short_by_a_crash_is_built_again(tmp_path, embedder):
     settings = Settings(data_dir=tmp_path / "data", _env_file=None)
     make_embedder(settings)
     recipe = next((settings.data_path / "models").glob("*-onnx-fp32/recipe.json"))
@@ -93,7 +96,7 @@ def test_a_query_copy_cut_short_by_a_crash_is_built_again(tmp_path, embedder):
     assert np.abs(rebuilt.embed_query(QUESTIONS[0]) - embedder.embed_query(QUESTIONS[0])).max() < 1e-5
 
 
-def test_a_query_copy_is_used_only_for_the_model_it_was_made_from(tmp_path, cls_pooling_model):
+def test_a_float32_copy_is_used_only_for_the_model_it_was_made_from(tmp_path, cls_pooling_model):
     cache = tmp_path / "copy"
     SentenceTransformerEmbedder(str(cls_pooling_model), cache)  # CLS pooling: recorded as not the same
     pooling = cls_pooling_model / "1_Pooling" / "config.json"

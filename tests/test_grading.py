@@ -66,3 +66,10 @@ def test_words_and_meaning_are_each_judged_against_their_own_threshold():
 
     neither = grade_offline("What is the admission price?", PASSAGE, IDF, similar_by(0.40), SETTINGS)
     assert not neither.sufficient and neither.margin < 0
+
+
+def test_the_measure_furthest_above_its_threshold_decides_not_the_larger_score():
+    idf = {"ticket": 2.0, "cost": 0.8, "harbour": 1.2, "gate": 1.0}  # the passage holds 2.8 of 5.0: 0.56
+    grade = grade_offline("What do tickets cost at the harbour gate?", PASSAGE, idf, similar_by(0.60), SETTINGS)
+    assert SETTINGS.grade_threshold_latin <= grade.score == 0.56 < 0.60 < SETTINGS.grade_similarity_threshold
+    assert grade.sufficient and "key words" in grade.reason

@@ -13,10 +13,11 @@ Before either, an answer-type cue: a "when / how many / 多少" question whose p
 date or number at all cannot be answered from them.
 
 A question whose subject the knowledge base never mentions ("the population of Quarnova")
-covers little: its rarest word is missing. The thresholds (``grade_threshold_*`` in
-Settings) were calibrated on the shared evaluation sets with ``python -m ragkit eval
---unanswerable``. A configured model grades instead through structured output; when it
-returns something unusable the offline grade decides and the trace says so.
+covers little: its rarest word is missing. The thresholds (``grade_threshold_cjk``,
+``grade_threshold_latin`` and ``grade_similarity_threshold`` in Settings) were calibrated
+on the shared evaluation sets with ``python -m ragkit eval --unanswerable``. A configured
+model grades instead through structured output; when it returns something unusable the
+offline grade decides and the trace says so.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class Grade:
 
     @property
     def margin(self) -> float:
-        """How far the score is above its threshold (below: negative); comparable across
-        measures, so rounds graded by different measures can be ranked."""
+        """How far the score is above its threshold (below: negative): what ranks rounds
+        graded by different measures (roughly: cosine margins run narrower than coverage's)."""
         return self.score - self.threshold
 
 
