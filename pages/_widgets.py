@@ -19,7 +19,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import streamlit as st
 
 from ragkit.citations import Source
-from ragkit.config import SettingsError, load_settings
+from ragkit.config import load_settings
+from ragkit.errors import RagkitError, SettingsError
 from ragkit.history import Turn
 from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
@@ -116,16 +117,12 @@ def get_service() -> RagService:
     """The shared service (each page calls it once per run): shows a spinner while the model
     loads, stops the page on errors, and says so when the store is damaged."""
     future = _service_future()
-    if not future.done():
-        with st.spinner("Loading the embedding model and the knowledge base… (first start only)"):
-            future.result()
     try:
+        if not future.done():
+            with st.spinner("Loading the embedding model and the knowledge base… (first start only)"):
+                future.result()
         service = future.result()
-    except SettingsError as exc:
-        st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
-        st.stop()
-    except Exception as exc:  # shown once, in words; details go to the log
-        log.exception("ragkit failed to start")
+    except RagkitError as exc:  # the library says what failed in words; details are in the log
         st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
         st.stop()
     render_health(service)

@@ -15,7 +15,7 @@ from pages._widgets import (
     render_turn,
     track_jobs,
 )
-from ragkit.chat import QuestionError
+from ragkit.errors import QuestionError, RagkitError
 from ragkit.history import SessionError, new_session_id, validate_session_id
 from ragkit.kb import plural
 from ragkit.llm import chat_models
@@ -202,7 +202,7 @@ def answer(question: str) -> None:
         asked.empty()
         st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
         return
-    except Exception as exc:  # never a traceback in the page
+    except RagkitError as exc:  # the engine turns any failure into one of ours, said in words
         st.error(f"Sorry, the question could not be answered: {escape_markdown(str(exc))}", icon=":material/error:")
         return
     st.rerun()

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import asdict
 
 from .config import Settings
+from .errors import AnswerFailed, QuestionError, RagkitError
 from .graph import build_graph
 from .graph.nodes import RagNodes
 from .history import HistoryManager, Turn, validate_session_id
@@ -19,11 +21,7 @@ from .kb import KnowledgeBase
 from .llm import ModelChoice, ModelClients, ModelStatus, model_status
 from .retrieval import SearchFilters
 
-
-class QuestionError(ValueError):
-    """A question that cannot be asked (empty, punctuation only, too long)."""
-
-
+log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 4000
 
 
@@ -88,11 +86,18 @@ class ChatEngine:
         conversation's own choice, else the first configured model."""
         state = self._input(session_id, question, filters, model)
         final: dict = {}
-        for mode, payload in self.graph.stream(state, stream_mode=["custom", "values"]):
-            if mode == "custom":
-                yield payload
-            else:
-                final = payload
+        try:
+            for mode, payload in self.graph.stream(state, stream_mode=["custom", "values"]):
+                if mode == "custom":
+                    yield payload
+                else:
+                    final = payload
+        except RagkitError:
+            raise
+        except Exception as exc:  # a bug: keep its traceback in the log, tell the user in words
+            log.exception("the turn failed")
+            raise AnswerFailed(f"the question could not be answered ({type(exc).__name__}: {exc}); "
+                               "nothing was recorded, the conversation is unchanged") from exc
         yield {"type": "done", "turn": final["turn"]}
 
     def ask(self, session_id: str, question: str, filters: SearchFilters | None = None,

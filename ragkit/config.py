@@ -12,11 +12,9 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .errors import SettingsError
+
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-
-
-class SettingsError(ValueError):
-    """Raised when the configuration is invalid; the message names each bad setting."""
 
 
 class Settings(BaseSettings):

@@ -24,12 +24,10 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DatabaseError as SQLAlchemyDatabaseError
 from sqlalchemy.pool import NullPool
 
+from .errors import DatabaseUnreadable
+
 Migration = Callable[[Connection], None]
 BUSY_TIMEOUT_S = 30.0  # another process holding the write lock (a long ingest commit)
-
-
-class DatabaseUnreadable(RuntimeError):
-    """A database file that exists but cannot be read (damaged, not SQLite)."""
 
 
 def open_database(location: str | Path) -> Engine:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import DEFAULT_EMBEDDING_MODEL, Settings
+from .errors import EmbeddingError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -25,10 +26,6 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 REMEMBERED_VECTORS = 4096
-
-
-class EmbeddingError(RuntimeError):
-    """The configured embedding model cannot be loaded or called."""
 
 
 ProgressCallback = Callable[[int, int], None]

@@ -1,7 +1,50 @@
-"""Errors of the knowledge base as a whole, each explained for the user."""
+"""ragkit's exception tree: every error the library raises on purpose derives from
+:class:`RagkitError`, and its message is written for the user (what went wrong, what to do).
+
+Callers (the pages, the CLI) catch ``RagkitError`` and show its message; anything else is a
+bug and keeps its traceback in the log.
+
+    RagkitError
+    ├── SettingsError          an invalid setting (names the variable)
+    ├── InputError             something the user gave that cannot be used
+    │   ├── QuestionError      an empty, punctuation-only or too long question
+    │   ├── SessionError       a bad or unknown conversation id
+    │   └── LoaderError        a file that cannot be turned into text
+    ├── KnowledgeBaseError     the knowledge base as a whole
+    │   ├── CatalogError, StoreInconsistent, EmbeddingModelMismatch
+    │   ├── DatabaseUnreadable a database file that exists but cannot be read
+    │   └── EmbeddingError     the embedding model cannot be loaded or called
+    ├── ModelError             a configured language model failed (the answer falls back)
+    ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
+    └── StartupError           the app's parts could not be opened
+"""
 
 
-class KnowledgeBaseError(RuntimeError):
+class RagkitError(Exception):
+    """Base of every error ragkit raises on purpose; the message is for the user."""
+
+
+class SettingsError(RagkitError, ValueError):
+    """Raised when the configuration is invalid; the message names each bad setting."""
+
+
+class InputError(RagkitError, ValueError):
+    """Something the user gave (a question, a file, an id) that cannot be used as it is."""
+
+
+class QuestionError(InputError):
+    """A question that cannot be asked (empty, punctuation only, too long)."""
+
+
+class SessionError(InputError):
+    """A bad session id or a session that does not exist."""
+
+
+class LoaderError(InputError):
+    """A file that cannot be turned into text; the message says why, for the user."""
+
+
+class KnowledgeBaseError(RagkitError, RuntimeError):
     """A problem with the knowledge base as a whole; the message says what to do."""
 
 
@@ -15,3 +58,23 @@ class StoreInconsistent(KnowledgeBaseError):
 
 class EmbeddingModelMismatch(KnowledgeBaseError):
     """The store was indexed with another embedding model than the configured one."""
+
+
+class DatabaseUnreadable(KnowledgeBaseError):
+    """A database file that exists but cannot be read (damaged, not SQLite)."""
+
+
+class EmbeddingError(KnowledgeBaseError):
+    """The configured embedding model cannot be loaded or called."""
+
+
+class ModelError(RagkitError, RuntimeError):
+    """A configured language model failed or replied with something unusable."""
+
+
+class AnswerFailed(RagkitError, RuntimeError):
+    """A turn failed for a reason ragkit did not foresee; nothing of it was recorded."""
+
+
+class StartupError(RagkitError, RuntimeError):
+    """The knowledge base, the sessions or the model could not be opened at start."""

@@ -19,7 +19,8 @@ from sqlalchemy import Connection, text
 
 from .citations import Source
 from .contextualize import Exchange
-from .db import DatabaseUnreadable, open_migrated, read, write
+from .db import open_migrated, read, write
+from .errors import DatabaseUnreadable, SessionError
 from .render import escape_line, safe_answer_markdown
 from .text import count_tokens
 
@@ -55,10 +56,6 @@ def _traces_and_model_choice(conn: Connection) -> None:
 
 
 MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice]
-
-
-class SessionError(ValueError):
-    """A bad session id or a session that does not exist."""
 
 
 @dataclass(frozen=True)

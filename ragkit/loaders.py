@@ -27,6 +27,8 @@ from pathlib import Path
 
 import charset_normalizer
 
+from .errors import LoaderError
+
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # broken files are reported by us, once
 logger = logging.getLogger(__name__)
 
@@ -61,10 +63,6 @@ _UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cs", "Co", "Cn"})  # controls, surro
 _ZIP_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word 97-2003 .doc, and encrypted Office files
 _GB_ENCODINGS = {"gb18030", "gbk", "gb2312", "hz"}
-
-
-class LoaderError(ValueError):
-    """A file that cannot be turned into text; the message says why, for the user."""
 
 
 @dataclass

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from .chat import ChatEngine
 from .config import Settings
+from .errors import RagkitError, StartupError
 from .history import HistoryManager
 from .jobs import IngestJob, IngestQueue
 from .kb import KnowledgeBase
 from .loaders import SUPPORTED_TYPES
+
+log = logging.getLogger(__name__)
 
 
 class RagService:
@@ -17,10 +21,16 @@ class RagService:
 
     def __init__(self, settings: Settings, warm_up: bool = True):
         self.settings = settings
-        self.kb = KnowledgeBase(settings)
-        if warm_up:
-            self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
-        self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
+        try:
+            self.kb = KnowledgeBase(settings)
+            if warm_up:
+                self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
+            self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
+        except RagkitError:
+            raise
+        except Exception as exc:  # a bug or an unforeseen failure of a part: said in words, traceback in the log
+            log.exception("ragkit failed to start")
+            raise StartupError(f"{type(exc).__name__}: {exc}") from exc
         self.engine = ChatEngine(settings, self.kb, self.history)
         self.uploads = IngestQueue(self.kb.ingest_many)  # indexing that survives leaving the page
 
