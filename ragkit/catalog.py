@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -28,12 +29,11 @@ from pathlib import Path
 
 from sqlalchemy import Connection, text
 
-from .db import DatabaseUnreadable, open_migrated, read, write
+from .db import DatabaseUnreadable, open_migrated, read, read_only_reason, write
 from .errors import CatalogError
 from .passages import Passage
 
-WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-PENDING_LEASE_S = 15 * 60  # a pending write from another host older than this is abandoned
+WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # who wrote a pending row
 
 
 @dataclass
@@ -63,33 +63,12 @@ class DocumentRecord:
 
 @dataclass(frozen=True)
 class PendingWrite:
-    """A document version whose vectors a writer is saving right now."""
+    """A document version whose vectors a writer is saving (or was, when it died)."""
 
     doc_id: str
     version: int
     writer: str
     started_at: float
-
-    def abandoned(self, now: float | None = None) -> bool:
-        """True when its writer is gone: a dead process on this host, or too old elsewhere."""
-        host, pid, token = (self.writer.split(":") + ["", "", ""])[:3]
-        if self.writer == WRITER_ID:
-            return False
-        if host == socket.gethostname() and pid.isdigit():
-            if int(pid) == os.getpid():
-                return True  # an earlier process that had our pid
-            return not _process_alive(int(pid))
-        return (now or time.time()) - self.started_at > PENDING_LEASE_S
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _legacy_schema(conn: Connection) -> None:
@@ -153,6 +132,11 @@ class Catalog:
     def __init__(self, location: str | Path):
         self.location = str(location)
         self._documents_cache: tuple[int, list[DocumentRecord]] | None = None
+        # Pending writes this object is saving right now. A writer holds the data dir's write
+        # lock from ``begin_write`` to its commit, so whoever holds the lock knows every other
+        # pending row is abandoned (see ``integrity``).
+        self.in_flight: set[tuple[str, int]] = set()
+        self._in_flight_lock = threading.Lock()
         try:
             self._engine = open_migrated(location, "catalog", MIGRATIONS)
         except DatabaseUnreadable as exc:
@@ -161,6 +145,11 @@ class Catalog:
                 "Restore it from a backup, or move it aside and run `python -m ragkit repair` to rebuild "
                 "it from what the vector store holds."
             ) from None
+
+    @property
+    def read_only(self) -> str:
+        """Why the catalog cannot be changed ("" when it can): it can still be read."""
+        return read_only_reason(self._engine)
 
     # ----- meta --------------------------------------------------------------------
 
@@ -191,11 +180,36 @@ class Catalog:
                 "SELECT key, value FROM meta WHERE key IN ('revision', 'vector_generation')")).all())
         return int(values.get("revision") or 0), int(values.get("vector_generation") or 0)
 
-    def bump_vector_generation(self) -> int:
-        """Announce a vector-store write to other processes; returns the new generation."""
+    def begin_vector_write(self, outermost: bool = True) -> int:
+        """Announce a vector-store write to other processes (they re-open after it) and,
+        for the ``outermost`` of nested writes, record that one is under way until
+        ``end_vector_write`` says it finished: a write cut short (a killed process, a full
+        disk) can leave Chroma's index files half-saved, so the next sweep checks them
+        all. Returns the new generation."""
         with write(self._engine) as conn:
             _bump(conn, "vector_generation")
+            if outermost:
+                _set_meta(conn, "vector_write_open", f"{WRITER_ID} {time.time():.0f}")
             return int(conn.execute(text("SELECT value FROM meta WHERE key = 'vector_generation'")).scalar_one())
+
+    def end_vector_write(self, finished: bool) -> int:
+        """Announce the end of a vector-store write; ``finished``: it completed, so the
+        index files are whole again. Returns the new generation."""
+        with write(self._engine) as conn:
+            _bump(conn, "vector_generation")
+            if finished:
+                conn.execute(text("DELETE FROM meta WHERE key = 'vector_write_open'"))
+            return int(conn.execute(text("SELECT value FROM meta WHERE key = 'vector_generation'")).scalar_one())
+
+    def vector_write_interrupted(self) -> bool:
+        """True when a vector-store write began and did not finish (only meaningful to a
+        process holding the write lock, which no writer then holds)."""
+        return self.get_meta("vector_write_open") is not None
+
+    def vector_write_checked(self) -> None:
+        """The index files were checked whole after an interrupted write."""
+        with write(self._engine) as conn:
+            conn.execute(text("DELETE FROM meta WHERE key = 'vector_write_open'"))
 
     # ----- documents ---------------------------------------------------------------
 
@@ -288,6 +302,25 @@ class Catalog:
         with read(self._engine) as conn:
             return {row[0] for row in conn.execute(text("SELECT id FROM passages"))}
 
+    def sample_passage_ids(self, size: int) -> list[str]:
+        """Up to ``size`` passage ids for a health probe: half the most recently written
+        (what a crash or a concurrent process would have damaged), half spread at random."""
+        import random
+
+        with read(self._engine) as conn:
+            newest = [row[0] for row in conn.execute(
+                text("SELECT id FROM passages ORDER BY rowid DESC LIMIT :n"), {"n": size // 2})]
+            low, high = conn.execute(text("SELECT MIN(rowid), MAX(rowid) FROM passages")).one()
+            if low is None:
+                return []
+            picks = sorted({random.randint(low, high) for _ in range(2 * size)})
+            marks = ", ".join(f":r{i}" for i in range(len(picks)))
+            spread = [row[0] for row in conn.execute(
+                text(f"SELECT id FROM passages WHERE rowid IN ({marks})"),  # noqa: S608 - numbered marks only
+                {f"r{i}": pick for i, pick in enumerate(picks)})]
+        chosen = list(dict.fromkeys(newest + random.sample(spread, min(len(spread), size - len(newest)))))
+        return chosen[:size]
+
     def passage_count(self) -> int:
         """Number of current passages."""
         with read(self._engine) as conn:
@@ -296,7 +329,10 @@ class Catalog:
     # ----- the write protocol ------------------------------------------------------
 
     def begin_write(self, doc_id: str, version: int) -> None:
-        """Record that this process is about to write vectors of (doc, version)."""
+        """Record that this process is about to write vectors of (doc, version) (the caller
+        holds the write lock until it commits the version or gives it up)."""
+        with self._in_flight_lock:
+            self.in_flight.add((doc_id, version))
         with write(self._engine) as conn:
             conn.execute(
                 text("INSERT INTO pending_writes(doc_id, version, writer, started_at) VALUES (:d, :v, :w, :t) "
@@ -304,8 +340,15 @@ class Catalog:
                 {"d": doc_id, "v": version, "w": WRITER_ID, "t": time.time()},
             )
 
-    def abandon_write(self, doc_id: str, version: int) -> None:
-        """Forget a pending write whose vectors were removed again."""
+    def end_write(self, doc_id: str, version: int) -> None:
+        """Stop writing (doc, version) without committing it: its pending row stays, so its
+        vectors stay provably stale until a sweep removes them (``forget_pending``)."""
+        with self._in_flight_lock:
+            self.in_flight.discard((doc_id, version))
+
+    def forget_pending(self, doc_id: str, version: int) -> None:
+        """Drop a pending row once none of its version's vectors are left."""
+        self.end_write(doc_id, version)
         with write(self._engine) as conn:
             conn.execute(text("DELETE FROM pending_writes WHERE doc_id = :d AND version = :v"),
                          {"d": doc_id, "v": version})
@@ -321,6 +364,8 @@ class Catalog:
                 conn.execute(text("DELETE FROM pending_writes WHERE doc_id = :d AND version = :v"),
                              {"d": record.id, "v": record.version})
             _bump(conn, "revision")
+        with self._in_flight_lock:
+            self.in_flight.difference_update((record.id, record.version) for record, _, _ in versions)
 
     def remove(self, doc_id: str) -> DocumentRecord:
         """Delete a document and its passages, remembering its id; KeyError when unknown."""
@@ -382,10 +427,6 @@ class Catalog:
                              [{"id": pid, "terms": " ".join(tokenize(body))} for pid, body in batch])
             _bump(conn, "revision")
         return len(rows)
-
-    def forget_pending(self, doc_id: str, version: int) -> None:
-        """Drop an abandoned pending row once its vectors are gone."""
-        self.abandon_write(doc_id, version)
 
     def close(self) -> None:
         """Release the database connections."""

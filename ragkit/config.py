@@ -30,6 +30,14 @@ class Settings(BaseSettings):
         default=None, description="http(s)://host:port of a Chroma server; default is on disk"
     )
     collection: str = "ragkit"
+    hnsw_max_neighbors: int = Field(
+        default=32, ge=8, le=128,
+        description="links per element of a new (or rebuilt) vector index; Chroma's default 16 leaves some "
+        "near-duplicate passages out of the reach of any search",
+    )
+    hnsw_ef_construction: int = Field(
+        default=200, ge=32, le=2000, description="how widely a new (or rebuilt) index looks for each element's links"
+    )
     samples_dir: Path = Path(__file__).resolve().parent.parent / "data" / "samples"
 
     # embeddings
@@ -119,10 +127,21 @@ class Settings(BaseSettings):
 
     @property
     def data_path(self) -> Path:
-        """The data directory as an absolute path (created on demand). Not cached: a copy
-        made with another ``data_dir`` (``model_copy``) would keep the old path."""
+        """The data directory as an absolute path (created on demand); SettingsError, in one
+        line, when it is a file or cannot be created. Not cached: a copy made with another
+        ``data_dir`` (``model_copy``) would keep the old path."""
         path = self.data_dir.expanduser().resolve()
-        path.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            return path
+        if path.exists() or path.is_symlink():
+            raise SettingsError(f"RAGKIT_DATA_DIR / --data-dir: {path} is a file, not a folder; "
+                                "give the folder that holds (or will hold) the knowledge base")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+            why = f"{blocker} is a file" if blocker else (exc.strerror or type(exc).__name__)
+            raise SettingsError(f"RAGKIT_DATA_DIR / --data-dir: cannot create the folder {path}: {why}") from None
         return path
 
     @property

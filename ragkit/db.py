@@ -11,45 +11,98 @@ are the default; the same code takes any SQLAlchemy URL.
 A migration is a numbered function of a connection; the versions applied are kept per
 schema name in ``schema_migrations``, so each runs exactly once, in order, in its own
 transaction.
+
+A file path is never pasted into a URL (a ``?`` or ``#`` in a folder name would cut it
+short and put the database elsewhere). A file in a folder that cannot be written (a
+read-only mount, no permission) is opened read-only: reads work, and every write
+raises :class:`ReadOnlyDataDir` naming the folder and the cause.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import URL, Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DatabaseError as SQLAlchemyDatabaseError
 from sqlalchemy.pool import NullPool
 
-from .errors import DatabaseUnreadable
+from .errors import DatabaseUnreadable, ReadOnlyDataDir
 
 Migration = Callable[[Connection], None]
 BUSY_TIMEOUT_S = 30.0  # another process holding the write lock (a long ingest commit)
 
 
 def open_database(location: str | Path) -> Engine:
-    """An engine for a SQLite file path (WAL, foreign keys, busy timeout) or any URL."""
+    """An engine for a SQLite file path (WAL, foreign keys, busy timeout) or any URL; a
+    file whose folder cannot be written is opened read-only (see the module docstring)."""
     if isinstance(location, Path) or "://" not in str(location):
-        engine = create_engine(
-            f"sqlite:///{Path(location)}",
-            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S},
-            poolclass=NullPool if str(location) == ":memory:" else None,
-        )
+        if str(location) == ":memory:":
+            engine = create_engine(URL.create("sqlite", database=":memory:"), poolclass=NullPool,
+                                   connect_args={"check_same_thread": False})
+            _configure_sqlite(engine)
+            return engine
+        path = Path(location).absolute()
+        problem = write_problem(path)
+        if problem:
+            engine = create_engine("sqlite://", creator=lambda: _read_only_connection(path))
+            engine.ragkit_read_only = f"the folder {path.parent} cannot be written ({problem})"
+            engine.ragkit_path = str(path)
+            _configure_sqlite(engine, wal=False)
+            return engine
+        engine = create_engine(URL.create("sqlite", database=str(path)),
+                               connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S})
         _configure_sqlite(engine)
     else:
         engine = create_engine(str(location), pool_pre_ping=True)
     return engine
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def write_problem(path: Path) -> str:
+    """Why the database file ``path`` (and its folder, where SQLite keeps its journal)
+    cannot be written, in the system's words; "" when it can."""
+    folder = path.parent
+    if not folder.is_dir():
+        return ""  # the caller's own error says what is wrong
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+        if path.exists():
+            os.close(os.open(path, os.O_RDWR))
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return ""
+
+
+def database_name(engine: Engine) -> str:
+    """The database's file (or URL) for messages."""
+    return getattr(engine, "ragkit_path", "") or str(engine.url.database or engine.url)
+
+
+def read_only_reason(engine: Engine) -> str:
+    """Why the engine's database is read-only ("" when it is not)."""
+    return getattr(engine, "ragkit_read_only", "")
+
+
+def _read_only_connection(path: Path) -> sqlite3.Connection:
+    # immutable: nobody can write here, so SQLite needs no lock or shared-memory file (which
+    # it could not create in this folder).
+    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+
+def _configure_sqlite(engine: Engine, wal: bool = True) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record) -> None:
         dbapi_connection.isolation_level = None  # transactions are begun by us, below
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        if wal:
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -63,7 +116,11 @@ def _configure_sqlite(engine: Engine) -> None:
 
 @contextmanager
 def write(engine: Engine) -> Iterator[Connection]:
-    """One atomic write transaction (commits at the end, rolls back on any error)."""
+    """One atomic write transaction (commits at the end, rolls back on any error);
+    ReadOnlyDataDir at once when the database cannot be written."""
+    reason = read_only_reason(engine)
+    if reason:
+        raise ReadOnlyDataDir(f"cannot save the change: {reason}. Reading still works.")
     with _explained(engine):
         with engine.connect() as conn:
             conn = conn.execution_options(ragkit_write=True)
@@ -87,18 +144,42 @@ def _explained(engine: Engine) -> Iterator[None]:
     except SQLAlchemyDatabaseError as exc:
         original = getattr(exc, "orig", exc)
         if isinstance(original, sqlite3.DatabaseError) and not isinstance(original, sqlite3.OperationalError):
-            raise DatabaseUnreadable(f"{engine.url.database}: {original}") from None
+            raise DatabaseUnreadable(f"{database_name(engine)}: {original}") from None
         if isinstance(original, sqlite3.OperationalError) and "not a database" in str(original):
-            raise DatabaseUnreadable(f"{engine.url.database}: {original}") from None
+            raise DatabaseUnreadable(f"{database_name(engine)}: {original}") from None
+        if isinstance(original, sqlite3.OperationalError) and "readonly database" in str(original):
+            raise ReadOnlyDataDir(f"cannot save the change to {database_name(engine)}: {original}") from None
         raise
 
 
-def open_migrated(location: str | Path, schema: str, migrations: list[Migration]) -> Engine:
+def open_migrated(location: str | Path, schema: str, migrations: list[Migration],
+                  refuse_emptied: bool = False) -> Engine:
     """An engine for ``location`` with ``schema``'s migrations applied; DatabaseUnreadable
-    when the file is not a database the callers can explain in their own words."""
+    when the file is not a database the callers can explain in their own words. With
+    ``refuse_emptied``, an existing file of 0 bytes is such a file too (emptied by another
+    program or a failed copy: opening it would silently start over)."""
+    if refuse_emptied and "://" not in str(location) and str(location) != ":memory:":
+        path = Path(location)
+        if path.exists() and path.stat().st_size == 0 and not Path(f"{path}-wal").exists():
+            raise DatabaseUnreadable(f"{path.absolute()}: the file is empty (0 bytes)")
     engine = open_database(location)
-    apply_migrations(engine, schema, migrations)
+    if read_only_reason(engine):
+        _check_current(engine, schema, migrations)
+    else:
+        apply_migrations(engine, schema, migrations)
     return engine
+
+
+def _check_current(engine: Engine, schema: str, migrations: list[Migration]) -> None:
+    """A read-only database must already be at the current schema version."""
+    with read(engine) as conn:
+        try:
+            row = conn.execute(text("SELECT version FROM schema_migrations WHERE name = :n"), {"n": schema}).first()
+        except SQLAlchemyDatabaseError:
+            row = None
+    if (row[0] if row else 0) < len(migrations):
+        raise ReadOnlyDataDir(f"{database_name(engine)} needs an upgrade this version makes on "
+                              f"opening, but {read_only_reason(engine)}. Open it once with write access.")
 
 
 def apply_migrations(engine: Engine, schema: str, migrations: list[Migration]) -> int:

@@ -13,6 +13,7 @@ bug and keeps its traceback in the log.
     ├── KnowledgeBaseError     the knowledge base as a whole
     │   ├── CatalogError, StoreInconsistent, EmbeddingModelMismatch
     │   ├── DatabaseUnreadable a database file that exists but cannot be read
+    │   ├── ReadOnlyDataDir    a change asked of a data dir that cannot be written
     │   └── EmbeddingError     the embedding model cannot be loaded or called
     ├── ModelError             a configured language model failed (the answer falls back)
     ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
@@ -62,6 +63,11 @@ class EmbeddingModelMismatch(KnowledgeBaseError):
 
 class DatabaseUnreadable(KnowledgeBaseError):
     """A database file that exists but cannot be read (damaged, not SQLite)."""
+
+
+class ReadOnlyDataDir(KnowledgeBaseError):
+    """A change asked of a data directory that cannot be written (reading still works);
+    the message names the directory and the cause."""
 
 
 class EmbeddingError(KnowledgeBaseError):

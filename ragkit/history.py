@@ -19,7 +19,7 @@ from sqlalchemy import Connection, text
 
 from .citations import Source
 from .contextualize import Exchange
-from .db import open_migrated, read, write
+from .db import open_migrated, read, read_only_reason, write
 from .errors import DatabaseUnreadable, SessionError
 from .render import escape_line, safe_answer_markdown
 from .text import count_tokens
@@ -135,12 +135,17 @@ class HistoryManager:
     def __init__(self, location: str | Path):
         self.location = str(location)
         try:
-            self._engine = open_migrated(location, "sessions", MIGRATIONS)
+            self._engine = open_migrated(location, "sessions", MIGRATIONS, refuse_emptied=True)
         except DatabaseUnreadable as exc:
             raise SessionError(
                 f"the sessions database {self.location} cannot be read ({exc}). Restore it from a backup, "
                 "or move it aside to start with no conversations (documents are not affected)."
             ) from None
+
+    @property
+    def read_only(self) -> str:
+        """Why conversations cannot be saved here ("" when they can): they can still be read."""
+        return read_only_reason(self._engine)
 
     def _query(self, sql: str, params: dict | None = None) -> list:
         with read(self._engine) as conn:

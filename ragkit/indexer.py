@@ -16,10 +16,8 @@ as a whole.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import threading
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,7 +35,10 @@ from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .passages import Passage
 from .text import search_tokens
-from .vectors import VectorStore
+from .vectors import VectorStore, VectorStoreUnavailable
+from .writelock import WriteLock
+
+__all__ = ["Indexer", "IngestItem", "IngestResult", "Progress", "WriteLock", "normalize_tags", "plural"]
 
 log = logging.getLogger(__name__)
 
@@ -115,45 +116,6 @@ class _Prepared:
     vectors: np.ndarray | None = None
 
 
-class WriteLock:
-    """One writer at a time per data dir: a thread lock plus an exclusive file lock, so
-    writers in other processes (a CLI ingest beside the app) wait their turn too."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._thread_lock = threading.RLock()
-        self._depth = 0
-        self._fd: int | None = None
-
-    @contextmanager
-    def hold(self, wait: bool = True) -> Iterator[bool]:
-        """Hold the lock for the block; with ``wait=False`` yield False at once if it is busy."""
-        if not self._thread_lock.acquire(blocking=wait):
-            yield False
-            return
-        try:
-            if self._depth == 0:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-                except BlockingIOError:
-                    os.close(fd)
-                    yield False
-                    return
-                self._fd = fd
-            self._depth += 1
-            try:
-                yield True
-            finally:
-                self._depth -= 1
-                if self._depth == 0 and self._fd is not None:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
-                    os.close(self._fd)
-                    self._fd = None
-        finally:
-            self._thread_lock.release()
-
-
 class Indexer:
     """Writes documents into the catalog, the vector store and the lexical index."""
 
@@ -165,6 +127,8 @@ class Indexer:
         self.lexical = lexical
         self._embedder = embedder
         self.lock = lock
+        self._writing = 0  # nesting depth of ``_vector_write`` (in the thread holding the lock)
+        self._checking = 0  # nesting depth of ``checking``
 
     # ----- ingest ------------------------------------------------------------------
 
@@ -226,12 +190,19 @@ class Indexer:
         if len(passages) != record.chunks or not passages:
             return False
         probe = list(dict.fromkeys([passages[0].id, passages[-1].id]))  # one id for a one-passage document
-        return self.store.existing(probe) == set(probe)
+        try:
+            return self.store.existing(probe) == set(probe)
+        except VectorStoreUnavailable:
+            return False
 
     def _unchanged(self, item: IngestItem, loaded: LoadedDocument, duplicate: DocumentRecord,
                    started: float) -> IngestResult:
         if item.tags and not set(item.tags) <= set(duplicate.tags):
             duplicate = self.catalog.update_metadata(duplicate.id, None, normalize_tags(duplicate.tags + item.tags))
+            try:
+                self.record_edit(duplicate)
+            except Exception as exc:  # noqa: BLE001 - the catalog has the tags; only their backup copy failed
+                log.warning("could not record the new tags of %s with its vectors: %s", duplicate.filename, exc)
         same = "" if duplicate.filename == loaded.filename else f" as {duplicate.filename}"
         message = f"{item.filename}: already in the knowledge base{same}"
         result = IngestResult(item.filename, "unchanged", message, duplicate)
@@ -249,7 +220,12 @@ class Indexer:
             return
         for index, prepared in group:
             prepared.item.progress("saving", 0.92)
-        for (index, prepared), result in zip(group, self._save([p for _, p in group])):
+        saved = self._save([p for _, p in group])
+        if len(group) > 1 and any(result.status == "refused" for result in saved):
+            # The group was saved as one: try each file alone, so the files that fit (a disk
+            # filling up) or that are sound are kept.
+            saved = [self._save([prepared])[0] for _, prepared in group]
+        for (index, prepared), result in zip(group, saved):
             results[index] = _finished(prepared.item, result, prepared.started)
 
     def _embed(self, group: list[tuple[int, _Prepared]]) -> None:
@@ -271,42 +247,97 @@ class Indexer:
             prepared.vectors = vectors[low:high]
 
     @contextmanager
-    def _vector_write(self) -> Iterator[None]:
-        """Hold the write lock around changes to the vector store, announcing them to other
-        processes before (a writer must re-open first) and after (a reader that opened
-        meanwhile must re-open to see them)."""
+    def _vector_write(self, catch_up: bool = True) -> Iterator[None]:
+        """Hold the write lock around changes to the vector store, on a client that caught
+        up with every other process's writes (unless ``catch_up`` is False: the store is
+        being replaced), announcing the change to other processes before (a writer must
+        re-open first) and after (a reader that opened meanwhile must re-open to see it).
+        The catalog records the write as under way until it finishes (see
+        ``Catalog.begin_vector_write``); a write another process left unfinished is
+        checked first (``integrity.sweep``)."""
         with self.lock.hold():
-            self.fresh()
-            self.store.generation = self.catalog.bump_vector_generation()
+            if catch_up:
+                self.fresh()
+            outermost = self._writing == 0 and not self._checking
+            intact = True
+            if outermost and catch_up and self.catalog.vector_write_interrupted():
+                intact = self._check_interrupted_write()
+            self.store.generation = self.catalog.begin_vector_write(outermost)
+            self._writing += 1
+            finished = False
+            try:
+                yield
+                finished = True
+            finally:
+                self._writing -= 1
+                try:
+                    self.store.generation = self.catalog.end_vector_write(finished and outermost and intact)
+                except Exception as exc:  # a full disk: the first bump already told the others
+                    log.warning("could not record the end of a vector write: %s", exc)
+
+    @contextmanager
+    def checking(self) -> Iterator[None]:
+        """For the block (a sweep, a repair), writes leave the record of an interrupted
+        write alone: the block clears it once it checked the index."""
+        with self.lock.hold():
+            self._checking += 1
             try:
                 yield
             finally:
-                self.store.generation = self.catalog.bump_vector_generation()
+                self._checking -= 1
+
+    def _check_interrupted_write(self) -> bool:
+        """Sweep what a writer that died left behind; True when the index was found whole."""
+        from . import integrity
+
+        try:
+            integrity.sweep(self.catalog, self.store, self)
+        except Exception as exc:  # noqa: BLE001 - e.g. a full disk: the next write or open checks again
+            log.warning("could not check the vector index after an interrupted write: %s", exc)
+        return not self.catalog.vector_write_interrupted()
 
     def _save(self, group: list[_Prepared]) -> list[IngestResult]:
-        """Under the write lock: pending rows, vectors, one commit, then old versions out."""
-        with self._vector_write():
-            plans, outcomes = [], {}
-            for prepared in group:
-                duplicate = self.catalog.by_hash(prepared.loaded.content_hash)
-                if duplicate is not None and self._intact(duplicate):  # another writer was quicker
-                    outcomes[id(prepared)] = self._unchanged(prepared.item, prepared.loaded, duplicate,
-                                                             prepared.started)
-                    continue
-                plans.append(self._plan(prepared))
-            if plans:
-                try:
+        """Under the write lock: pending rows, vectors, one commit, then old versions out.
+        Never raises: a file that cannot be saved is refused with the cause."""
+        outcomes: dict[int, IngestResult] = {}
+        try:
+            with self._vector_write():
+                plans = []
+                for prepared in group:
+                    duplicate = self.catalog.by_hash(prepared.loaded.content_hash)
+                    if duplicate is not None and self._intact(duplicate):  # another writer was quicker
+                        outcomes[id(prepared)] = self._unchanged(prepared.item, prepared.loaded, duplicate,
+                                                                 prepared.started)
+                        continue
+                    plans.append(self._plan(prepared))
+                if plans:
                     self._write(plans)
-                except Exception as exc:
-                    log.exception("saving failed")
-                    for prepared, _, _ in plans:
-                        outcomes[id(prepared)] = IngestResult(
-                            prepared.item.filename, "refused",
-                            f"{prepared.item.filename}: could not be saved ({type(exc).__name__}: {exc})")
-                else:
                     for prepared, record, previous in plans:
                         outcomes[id(prepared)] = _saved(prepared.item, record, previous)
+        except Exception as exc:
+            log.exception("saving failed")
+            cause = self.failure_cause(exc, sum(len(p.passages) for p in group))
+            for prepared in group:
+                if id(prepared) not in outcomes:
+                    outcomes[id(prepared)] = IngestResult(prepared.item.filename, "refused",
+                                                          f"{prepared.item.filename}: could not be saved: {cause}")
         return [outcomes[id(prepared)] for prepared in group]
+
+    def failure_cause(self, exc: Exception, passages: int = 0) -> str:
+        """Why a write failed, in words: a full disk is named as such (Chroma reports it
+        only as a failure to apply its log), with what to do."""
+        folder = self.settings.data_path
+        text = f"{type(exc).__name__}: {exc}"
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            free = None
+        full = "disk is full" in text or "No space left" in text or getattr(exc, "errno", None) == 28
+        if full or (free is not None and free < max(8 << 20, passages * 16 << 10)):
+            left = f"{free / 1e6:.1f} MB free" if free is not None else "no space left"
+            return (f"the disk holding {folder} is full ({left}). Nothing of this file was kept; free some "
+                    "space and add it again.")
+        return f"{text}. Nothing of this file was kept."
 
     def _plan(self, prepared: _Prepared) -> tuple[_Prepared, DocumentRecord, DocumentRecord | None]:
         item, loaded = prepared.item, prepared.loaded
@@ -341,15 +372,27 @@ class Indexer:
             self.store.add(passages, vectors, records)
             self.catalog.commit_versions([(record, prepared.passages, prepared.terms) for prepared, record, _ in plans])
         except BaseException:
+            # The pending rows stay: they prove these vectors stale, including any that Chroma
+            # applies from its log later (an add that failed half-way). Sweep them now if the
+            # store lets us, else the next open does.
             for _, record, _ in plans:
-                self.store.delete_version(record.id, record.version)
-                self.catalog.abandon_write(record.id, record.version)
+                self.catalog.end_write(record.id, record.version)
+            self._sweep_after_failure()
             raise
         for prepared, record, previous in plans:
             if previous is not None and previous.version != record.version:
                 self.store.delete_version(record.id, previous.version)
             self.lexical.replace_document(record.id, record.version, [
                 LexicalEntry(p.id, p.doc_id, t) for p, t in zip(prepared.passages, prepared.terms)])
+
+    def _sweep_after_failure(self) -> None:
+        from . import integrity
+
+        self.store.reopen_later()  # the failed write may sit unapplied in Chroma's log
+        try:
+            integrity.sweep(self.catalog, self.store, self)
+        except Exception as exc:  # noqa: BLE001 - e.g. the disk is still full: the next open sweeps
+            log.warning("could not remove the vectors of the failed write yet: %s", exc)
 
     # ----- delete, reindex ---------------------------------------------------------
 
@@ -363,19 +406,43 @@ class Indexer:
 
     def reindex(self, embedder: Embedder, progress: Progress | None = None) -> int:
         """Re-embed every passage with ``embedder`` into a fresh collection; returns passages done."""
-        report = progress or _no_progress
-        with self._vector_write():
-            documents = {doc.id: doc for doc in self.catalog.documents()}
-            passages = [p for doc_id in documents for p in self.catalog.passages_of(doc_id)]
-            vectors = embedder.embed_documents(
-                [p.text for p in passages], self.settings.embedding_batch_size,
-                lambda done, total: report(f"embedding {done}/{total}", done / max(total, 1)),
-            )
-            self.store.reset()
-            self.store.add(passages, vectors, documents)
+        count = self.rebuild_index(embedder, {}, progress)
+        with self.lock.hold():
             self.catalog.set_meta("embedding_model", embedder.name)
             self.catalog.set_meta("embedding_dim", str(embedder.dimension))
-        return len(passages)
+        return count
+
+    def rebuild_index(self, embedder: Embedder, reuse: dict[str, np.ndarray],
+                      progress: Progress | None = None) -> int:
+        """Fill a fresh collection with every current passage: the vectors in ``reuse`` as
+        they are, the others embedded with ``embedder`` (without holding the write lock, so
+        others go on reading). Returns the passages embedded."""
+        report = progress or _no_progress
+        while True:
+            revision = self.catalog.revision
+            documents = {doc.id: doc for doc in self.catalog.documents()}
+            passages = [p for doc_id in documents for p in self.catalog.passages_of(doc_id)]
+            todo = [p for p in passages if p.id not in reuse]
+            fresh = embedder.embed_documents(
+                [p.text for p in todo], self.settings.embedding_batch_size,
+                lambda done, total: report(f"embedding {done}/{total}", done / max(total, 1)),
+            ) if todo else np.zeros((0, embedder.dimension), dtype=np.float32)
+            vectors = dict(zip((p.id for p in todo), fresh))
+            with self._vector_write():
+                if self.catalog.revision != revision:  # changed while embedding: embed the changes too
+                    reuse = {**reuse, **vectors}
+                    continue
+                self.store.reset()
+                if passages:
+                    self.store.add(passages, np.stack([reuse.get(p.id, vectors.get(p.id)) for p in passages]),
+                                   documents)
+            return len(todo)
+
+    def recreate_store(self) -> str:
+        """Move an unreadable vector store aside and start an empty one; returns where the
+        old files went ("" when they could be dropped in place)."""
+        with self._vector_write(catch_up=False):
+            return self.store.recreate()
 
     def add_vectors(self, passages: list[Passage], embedder: Embedder) -> None:
         """Embed and store vectors for passages the catalog has but the store lost (repair)."""
@@ -383,6 +450,15 @@ class Indexer:
         vectors = embedder.embed_documents([p.text for p in passages], self.settings.embedding_batch_size)
         with self._vector_write():
             self.store.add(passages, vectors, documents)
+
+    def record_edit(self, record: DocumentRecord) -> None:
+        """Copy a document's user-set title and tags onto one of its vectors, so ``repair``
+        of a lost catalog brings them back."""
+        passages = self.catalog.passages_of(record.id)
+        if not passages:
+            return
+        with self._vector_write():
+            self.store.update_document_metadata(passages[0].id, record)
 
     def delete_vectors(self, ids: list[str], wait: bool = True) -> bool:
         """Remove vectors the catalog proved stale (the sweep); with ``wait=False`` skip it
@@ -396,9 +472,13 @@ class Indexer:
                 self.store.delete_ids(ids)
         return True
 
+    def embedder(self) -> Embedder:
+        """The embedding model (loaded on first use)."""
+        return self._embedder()
+
     def fresh(self) -> None:
         """Make sure this process's view of the vector store includes every other writer's."""
-        self.store.ensure_fresh(self.catalog.vector_generation)
+        self.store.refresh()
 
 
 def _finished(item: IngestItem, result: IngestResult, started: float) -> IngestResult:

@@ -21,13 +21,14 @@ from . import integrity
 from .catalog import Catalog, DocumentRecord
 from .config import Settings
 from .embeddings import Embedder, configured_model_name, make_embedder
-from .errors import EmbeddingModelMismatch, KnowledgeBaseError, StoreInconsistent
-from .indexer import Indexer, IngestItem, IngestResult, Progress, WriteLock, normalize_tags, plural
+from .errors import EmbeddingModelMismatch, KnowledgeBaseError, ReadOnlyDataDir, StoreInconsistent
+from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags, plural
 from .lexical import LexicalEntry, LexicalIndex
 from .passages import Hit, Passage
 from .retrieval import Retriever, SearchFilters
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
+from .writelock import WriteLock
 
 log = logging.getLogger(__name__)
 SNAPSHOT_AFTER_CHANGES = 1000  # passages re-read at open before the lexical snapshot is rewritten
@@ -50,13 +51,12 @@ class KnowledgeBase:
             self._check_embedding_model()
         self.lexical = LexicalIndex()
         lock = WriteLock(settings.data_path / "write.lock")
-        generation = self.catalog.vector_generation
-        if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url:
-            self.store = VectorStore(settings)
+        generation = lambda: self.catalog.vector_generation  # noqa: E731
+        if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url or self.read_only:
+            self.store = VectorStore(settings, lock, generation, read_only=self.read_only)
         else:
             with lock.hold():  # two processes creating the same Chroma directory collide
-                self.store = VectorStore(settings)
-        self.store.generation = generation
+                self.store = VectorStore(settings, lock, generation)
         self.indexer = Indexer(settings, self.catalog, self.store, self.lexical, lambda: self.embedder, lock)
         self.retriever = Retriever(settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
@@ -83,11 +83,23 @@ class KnowledgeBase:
         """The configured model's name, without loading it."""
         return self._embedder.name if self._embedder is not None else configured_model_name(self.settings)
 
+    @property
+    def read_only(self) -> str:
+        """Why the knowledge base cannot be changed ("" when it can). It can still be
+        listed and searched; every change raises ReadOnlyDataDir."""
+        return self.catalog.read_only
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyDataDir(f"cannot {what}: {self.read_only}. Listing, searching and asking still work; "
+                                  "give write access to the folder, or choose another data dir.")
+
     def _check_embedding_model(self) -> None:
         stored = self.catalog.get_meta("embedding_model")
         configured = self.embedding_model_name
         if stored is None:
-            self.catalog.set_meta("embedding_model", configured)
+            if not self.read_only:
+                self.catalog.set_meta("embedding_model", configured)
         elif stored != configured:
             raise EmbeddingModelMismatch(
                 f"this knowledge base was indexed with embedding model {stored!r} but "
@@ -97,6 +109,9 @@ class KnowledgeBase:
             )
 
     def _open(self, refuse_unknown: bool) -> None:
+        if self.read_only:
+            self._open_read_only()
+            return
         if self.catalog.get_meta("passages_backfill") == "needed":
             copied = integrity.backfill(self.catalog, self.store)
             log.info("copied %d passages of an older catalog into it", copied)
@@ -107,25 +122,56 @@ class KnowledgeBase:
         found = integrity.inspect(self.catalog, self.store)
         if refuse_unknown:
             integrity.refuse_unknown(found, self.catalog)
-        if found.stale and self.indexer.delete_vectors(found.stale, wait=False):
-            log.info("removed %d stale vectors", len(found.stale))
-            for doc_id, version in found.abandoned:
-                self.catalog.forget_pending(doc_id, version)
-        self.health = integrity.warnings(found, self.catalog)
+        needs_sweep = found.stale or found.pending or self.catalog.vector_write_interrupted()
+        if needs_sweep and not (found.store_error or found.deferred):
+            found = self._sweep(found)
+            if refuse_unknown:
+                integrity.refuse_unknown(found, self.catalog)
+        self.health = integrity.warnings(found, self.catalog, self.store.folder)
         for note in self.health:
             log.warning(note)
         self._load_lexical()
+
+    def _open_read_only(self) -> None:
+        """Check and load, changing nothing: nothing is swept or rewritten."""
+        found = integrity.inspect(self.catalog, self.store)
+        self.health = [f"read-only: {self.read_only}; the knowledge base can be listed and searched, "
+                       "not changed"] + integrity.warnings(found, self.catalog, self.store.folder)
+        self._load_lexical()
+
+    def _sweep(self, found: integrity.Inspection) -> integrity.Inspection:
+        """Remove what dead writers left (stale vectors, pending rows) when no writer is at
+        work; while one is (the lock is busy), leave everything to it and to later opens."""
+        with self.indexer.lock.hold(wait=False) as held:
+            if not held:
+                return found
+            try:
+                return integrity.sweep(self.catalog, self.store, self.indexer)
+            except Exception as exc:  # noqa: BLE001 - e.g. a full disk: opening goes on, a later open sweeps
+                log.warning("could not remove what an interrupted write left behind yet: %s", exc)
+                return found
 
     def _snapshot_path(self) -> Path:
         return self.settings.data_path / "lexical.npz"
 
     def _load_lexical(self) -> None:
+        """The BM25 index from its snapshot, brought up to date with the catalog; rebuilt
+        from the catalog when the snapshot is missing, damaged or disagrees with it (it is
+        only a cache: never a reason to stop)."""
         loaded = self.lexical.load(self._snapshot_path())
         changed = self._sync(force=True)
+        if loaded and len(self.lexical) != self.catalog.passage_count():
+            log.info("the lexical snapshot disagrees with the catalog; rebuilding it")
+            self.lexical.clear()
+            self._seen_revision = -1
+            changed = self._sync(force=True)
+            loaded = False
         if not loaded or changed > SNAPSHOT_AFTER_CHANGES:
             self._save_lexical()
 
     def _save_lexical(self) -> None:
+        if self.read_only:
+            return
         try:
             self.lexical.save(self._snapshot_path())
         except OSError as exc:  # only costs a slower next open
@@ -137,7 +183,10 @@ class KnowledgeBase:
         Returns the passages re-read."""
         revision, generation = self.catalog.counters()
         if generation != self.store.generation:
-            self.indexer.fresh()
+            try:
+                self.store.refresh(wait=False)  # while another process saves, keep the current view
+            except KnowledgeBaseError as exc:
+                log.warning("the vector store cannot be read: %s", exc)
         if revision == self._seen_revision and not force:
             return 0
         with self._sync_lock:
@@ -182,11 +231,20 @@ class KnowledgeBase:
 
     def update_metadata(self, doc_id: str, *, title: str | None = None,
                         tags: list[str] | None = None) -> DocumentRecord:
-        """Change a document's title and/or tags; KeyError when it does not exist."""
-        return self.catalog.update_metadata(doc_id, title, normalize_tags(tags) if tags is not None else None)
+        """Change a document's title and/or tags; KeyError when it does not exist. The
+        change is also recorded with the document's vectors, so ``repair`` of a lost
+        catalog brings it back."""
+        self._writable("change the document")
+        record = self.catalog.update_metadata(doc_id, title, normalize_tags(tags) if tags is not None else None)
+        try:
+            self.indexer.record_edit(record)
+        except Exception as exc:  # noqa: BLE001 - the catalog has the edit; only its backup copy failed
+            log.warning("could not record the edit of %s with its vectors: %s", doc_id, exc)
+        return record
 
     def delete(self, doc_id: str) -> DocumentRecord:
         """Remove a document and its passages; KeyError when it does not exist."""
+        self._writable("delete documents")
         return self.indexer.delete(doc_id)
 
     # ----- ingest ------------------------------------------------------------------
@@ -196,22 +254,27 @@ class KnowledgeBase:
         """Add one file (a path, or bytes + filename); never raises for a bad file.
 
         ``identity`` says which stored document a file is a new version of; by default
-        a path's full path, or the file name for bytes."""
+        a path's full path, or the file name for bytes. ReadOnlyDataDir when the data dir
+        cannot be written."""
+        self._writable("add files")
         return self.indexer.ingest(IngestItem.of(source, filename, tags, progress, identity))
 
     def ingest_many(self, items: list[IngestItem]) -> list[IngestResult]:
         """Add many files, embedding them together (each file still all-or-nothing)."""
+        self._writable("add files")
         return self.indexer.ingest_many(items)
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every passage with the configured model (after changing it)."""
+        self._writable("re-index")
         return self.indexer.reindex(self.embedder, progress)
 
     def repair(self) -> integrity.RepairReport:
         """Rebuild what can be rebuilt after data was lost or damaged (see ``integrity.repair``)."""
+        self._writable("repair")
         report = integrity.repair(self.catalog, self.store, self.indexer, self.embedder)
         self._sync(force=True)
-        self.health = integrity.warnings(integrity.inspect(self.catalog, self.store), self.catalog)
+        self.health = integrity.warnings(integrity.inspect(self.catalog, self.store), self.catalog, self.store.folder)
         return report
 
     # ----- search ------------------------------------------------------------------
@@ -228,6 +291,7 @@ class KnowledgeBase:
     def close(self) -> None:
         """Save the lexical snapshot and release the catalog."""
         self._save_lexical()
+        self.store.close()
         self.catalog.close()
 
 

@@ -18,6 +18,7 @@ snapshot of the arrays so a large knowledge base reopens without re-reading them
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 K1, B = 1.2, 0.75
 SNAPSHOT_FORMAT = 1
 
@@ -323,20 +325,16 @@ class LexicalIndex:
             tmp.replace(path)
 
     def load(self, path: Path) -> bool:
-        """Replace the index by the snapshot at ``path``; False when it is missing or unreadable."""
+        """Replace the index by the snapshot at ``path``; False (and the index unchanged)
+        when it is missing, unreadable or inconsistent in any way: it is only a cache of
+        the catalog, so the caller rebuilds from there."""
         try:
-            with np.load(path, allow_pickle=False) as data:
-                if int(data["format"][0]) != SNAPSHOT_FORMAT:
-                    return False
-                vocab = [str(term) for term in data["vocab"]]
-                slot_ids = [str(pid) for pid in data["slot_ids"]]
-                slot_doc = [str(doc) for doc in data["slot_doc"]]
-                lengths = data["lengths"].astype(np.float64)
-                bounds = np.cumsum(data["sizes"])[:-1]
-                terms = np.split(data["terms"].astype(np.int32), bounds) if len(slot_ids) else []
-                freqs = np.split(data["freqs"].astype(np.float32), bounds) if len(slot_ids) else []
-        except (OSError, ValueError, KeyError):
+            snapshot = _read_snapshot(path)
+        except Exception as exc:  # noqa: BLE001 - truncated, emptied, flipped bytes: all mean "rebuild"
+            if path.exists():
+                log.info("the lexical snapshot %s is unusable (%s: %s); rebuilding it", path, type(exc).__name__, exc)
             return False
+        vocab, slot_ids, slot_doc, lengths, terms, freqs = snapshot
         with self._lock:
             self._reset()
             self._vocab = {term: index for index, term in enumerate(vocab)}
@@ -354,6 +352,43 @@ class LexicalIndex:
             self._main = self._postings(list(range(len(slot_ids))))
             self._doc_version = {doc: version_of(pid) for pid, doc in zip(slot_ids, slot_doc)}
         return True
+
+    def clear(self) -> None:
+        """Drop everything (the caller re-adds every passage)."""
+        with self._lock:
+            self._reset()
+
+
+def _read_snapshot(path: Path) -> tuple:
+    """The arrays of a snapshot, checked for consistency; raises on anything wrong."""
+    with np.load(path, allow_pickle=False) as data:
+        if int(data["format"][0]) != SNAPSHOT_FORMAT:
+            raise ValueError(f"snapshot format {data['format'][0]}, not {SNAPSHOT_FORMAT}")
+        vocab = [str(term) for term in data["vocab"]]
+        slot_ids = [str(pid) for pid in data["slot_ids"]]
+        slot_doc = [str(doc) for doc in data["slot_doc"]]
+        lengths = data["lengths"].astype(np.float64)
+        sizes = data["sizes"].astype(np.int64)
+        all_terms = data["terms"].astype(np.int64)
+        all_freqs = data["freqs"].astype(np.float32)
+    slots = len(slot_ids)
+    if not (len(slot_doc) == len(lengths) == len(sizes) == slots):
+        raise ValueError("per-passage arrays of different lengths")
+    if len(set(slot_ids)) != slots or len(set(vocab)) != len(vocab):
+        raise ValueError("repeated passage ids or terms")
+    if (sizes < 0).any() or int(sizes.sum()) != len(all_terms) or len(all_freqs) != len(all_terms):
+        raise ValueError("term arrays do not match their sizes")
+    if len(all_terms) and (all_terms.min() < 0 or all_terms.max() >= len(vocab)):
+        raise ValueError("term numbers outside the vocabulary")
+    if not np.isfinite(lengths).all() or (lengths < 0).any() or not np.isfinite(all_freqs).all() \
+            or (all_freqs <= 0).any():
+        raise ValueError("negative or missing lengths or frequencies")
+    bounds = np.cumsum(sizes)[:-1]
+    terms = [part.astype(np.int32) for part in np.split(all_terms, bounds)] if slots else []
+    freqs = np.split(all_freqs, bounds) if slots else []
+    if any(len(np.unique(part)) != len(part) for part in terms):
+        raise ValueError("a passage lists a term twice")
+    return vocab, slot_ids, slot_doc, lengths, terms, freqs
 
 
 def version_of(passage_id: str) -> int:

@@ -9,6 +9,7 @@ and waits for a line on stdin before going on, so a test can kill it (-9) or act
 beside it at exactly that point:
 
 - ``embed``: after the first batch of vectors was computed, before anything is saved;
+- ``begin``: after the pending write was recorded, before any vector reached the store;
 - ``add``: after the first part of the vectors reached the vector store (pending write);
 - ``delete_version``: after a new version was committed, before the old vectors go;
 - ``delete_document``: after a delete was committed, before the vectors go.
@@ -22,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's ragkit, not an installed one
 
 from ragkit.config import Settings  # noqa: E402
 from ragkit.embeddings import HashingEmbedder  # noqa: E402
@@ -49,6 +50,16 @@ def install_pause(point: str | None, embedder: HashingEmbedder) -> None:
             return vectors
 
         embedder._embed = embed
+    elif point == "begin":
+        from ragkit.catalog import Catalog
+
+        real_begin = Catalog.begin_write
+
+        def begin_write(self, doc_id, version):
+            real_begin(self, doc_id, version)
+            pause(point)
+
+        Catalog.begin_write = begin_write
     elif point == "add":
         real_add = VectorStore.add
 
@@ -82,7 +93,7 @@ def main() -> None:
     if options.command == "ingest":
         results = kb.ingest_many([IngestItem.of(Path(p)) for p in options.args])
         for result in results:
-            print(f"result {result.status} {result.filename}", flush=True)
+            print(f"result {result.status} {result.message}", flush=True)  # the message starts with the name
     elif options.command == "delete":
         for doc_id in options.args:
             kb.delete(doc_id)

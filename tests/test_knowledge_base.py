@@ -197,7 +197,8 @@ def test_changes_made_by_another_process_are_seen_without_reopening(settings, em
     assert hits[0].filename == "walrus.txt" and hits[0].dense_score is not None
     kb.delete(hits[0].doc_id)  # a write after another process wrote must not corrupt the index
     reopened = KnowledgeBase(settings, embedder=embedder)
-    assert reopened.health == [] and reopened.store.reachable() == 1
+    assert reopened.health == [] and reopened.store.count() == 1
+    assert reopened.store.unreachable(sorted(vector_ids(reopened))) == []
     assert vector_ids(reopened) == {p.id for d in reopened.documents() for p in reopened.passages(d.id)}
 
 

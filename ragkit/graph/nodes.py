@@ -23,6 +23,7 @@ from langgraph.config import get_stream_writer
 from ..citations import Source, focus_quotes, sources_from_hits, validate_markers
 from ..config import Settings
 from ..contextualize import clean_rewrite, needs_context, plausible_rewrite, rewrite_options
+from ..errors import ReadOnlyDataDir
 from ..extractive import extractive_answer
 from ..history import HistoryManager, TraceStep, Turn
 from ..kb import KnowledgeBase
@@ -496,7 +497,10 @@ class RagNodes:
             filters=state.get("filters") or {}, found=state.get("found", True), closest=state.get("closest") or [],
             trace=list(state.get("trace") or []),
         )
-        self.history.add_turn(state["session_id"], turn)
+        try:
+            self.history.add_turn(state["session_id"], turn)
+        except ReadOnlyDataDir as exc:  # the answer still reaches the user, unsaved (turn.id stays None)
+            turn.trace.append(TraceStep("Not saved", str(exc)))
         return {"turn": turn}
 
 
