@@ -333,12 +333,16 @@ class Catalog:
         holds the write lock until it commits the version or gives it up)."""
         with self._in_flight_lock:
             self.in_flight.add((doc_id, version))
-        with write(self._engine) as conn:
-            conn.execute(
-                text("INSERT INTO pending_writes(doc_id, version, writer, started_at) VALUES (:d, :v, :w, :t) "
-                     "ON CONFLICT(doc_id, version) DO UPDATE SET writer = :w, started_at = :t"),
-                {"d": doc_id, "v": version, "w": WRITER_ID, "t": time.time()},
-            )
+        try:
+            with write(self._engine) as conn:
+                conn.execute(
+                    text("INSERT INTO pending_writes(doc_id, version, writer, started_at) VALUES (:d, :v, :w, :t) "
+                         "ON CONFLICT(doc_id, version) DO UPDATE SET writer = :w, started_at = :t"),
+                    {"d": doc_id, "v": version, "w": WRITER_ID, "t": time.time()},
+                )
+        except BaseException:
+            self.end_write(doc_id, version)
+            raise
 
     def end_write(self, doc_id: str, version: int) -> None:
         """Stop writing (doc, version) without committing it: its pending row stays, so its

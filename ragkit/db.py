@@ -21,6 +21,7 @@ raises :class:`ReadOnlyDataDir` naming the folder and the cause.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -32,7 +33,7 @@ from sqlalchemy import URL, Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DatabaseError as SQLAlchemyDatabaseError
 from sqlalchemy.pool import NullPool
 
-from .errors import DatabaseUnreadable, ReadOnlyDataDir
+from .errors import DatabaseUnreadable, ReadOnlyDataDir, StorageFull
 
 Migration = Callable[[Connection], None]
 BUSY_TIMEOUT_S = 30.0  # another process holding the write lock (a long ingest commit)
@@ -149,25 +150,47 @@ def _explained(engine: Engine) -> Iterator[None]:
             raise DatabaseUnreadable(f"{database_name(engine)}: {original}") from None
         if isinstance(original, sqlite3.OperationalError) and "readonly database" in str(original):
             raise ReadOnlyDataDir(f"cannot save the change to {database_name(engine)}: {original}") from None
+        if isinstance(original, sqlite3.OperationalError) and "disk is full" in str(original):
+            name = database_name(engine)
+            try:
+                free = f"{shutil.disk_usage(Path(name).parent).free / 1e6:.1f} MB free"
+            except OSError:
+                free = "no space left"
+            raise StorageFull(f"cannot save the change to {name}: the disk is full ({free}); nothing of it "
+                              "was kept. Free some space and try again.") from None
         raise
 
 
 def open_migrated(location: str | Path, schema: str, migrations: list[Migration],
-                  refuse_emptied: bool = False) -> Engine:
+                  own_table: str | None = None) -> Engine:
     """An engine for ``location`` with ``schema``'s migrations applied; DatabaseUnreadable
     when the file is not a database the callers can explain in their own words. With
-    ``refuse_emptied``, an existing file of 0 bytes is such a file too (emptied by another
-    program or a failed copy: opening it would silently start over)."""
-    if refuse_emptied and "://" not in str(location) and str(location) != ":memory:":
-        path = Path(location)
-        if path.exists() and path.stat().st_size == 0 and not Path(f"{path}-wal").exists():
-            raise DatabaseUnreadable(f"{path.absolute()}: the file is empty (0 bytes)")
+    ``own_table`` (a table every version of the schema has), an existing file that was
+    emptied (0 bytes) or holds another database is such a file too: opening it would
+    silently start over."""
     engine = open_database(location)
+    if own_table and "://" not in str(location) and str(location) != ":memory:":
+        _check_ours(engine, Path(location), schema, own_table)
     if read_only_reason(engine):
         _check_current(engine, schema, migrations)
     else:
         apply_migrations(engine, schema, migrations)
     return engine
+
+
+def _check_ours(engine: Engine, path: Path, schema: str, own_table: str) -> None:
+    if not path.exists():
+        return
+    if path.stat().st_size == 0 and not Path(f"{path}-wal").exists():
+        raise DatabaseUnreadable(f"{path.absolute()}: the file is empty (0 bytes)")
+    with read(engine) as conn:
+        tables = {row[0] for row in conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))}
+        if "schema_migrations" in tables and conn.execute(
+                text("SELECT 1 FROM schema_migrations WHERE name = :n"), {"n": schema}).first():
+            return
+    if tables and own_table not in tables:
+        shown = ", ".join(sorted(tables)[:5])
+        raise DatabaseUnreadable(f"{path.absolute()}: it holds another database (tables {shown})")
 
 
 def _check_current(engine: Engine, schema: str, migrations: list[Migration]) -> None:

@@ -14,6 +14,7 @@ bug and keeps its traceback in the log.
     │   ├── CatalogError, StoreInconsistent, EmbeddingModelMismatch
     │   ├── DatabaseUnreadable a database file that exists but cannot be read
     │   ├── ReadOnlyDataDir    a change asked of a data dir that cannot be written
+    │   ├── StorageFull        a change that did not fit on the disk
     │   └── EmbeddingError     the embedding model cannot be loaded or called
     ├── ModelError             a configured language model failed (the answer falls back)
     ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
@@ -68,6 +69,11 @@ class DatabaseUnreadable(KnowledgeBaseError):
 class ReadOnlyDataDir(KnowledgeBaseError):
     """A change asked of a data directory that cannot be written (reading still works);
     the message names the directory and the cause."""
+
+
+class StorageFull(KnowledgeBaseError):
+    """A change that did not fit on the disk (nothing of it was kept); the message names
+    the file and the space left."""
 
 
 class EmbeddingError(KnowledgeBaseError):

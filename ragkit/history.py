@@ -135,7 +135,7 @@ class HistoryManager:
     def __init__(self, location: str | Path):
         self.location = str(location)
         try:
-            self._engine = open_migrated(location, "sessions", MIGRATIONS, refuse_emptied=True)
+            self._engine = open_migrated(location, "sessions", MIGRATIONS, own_table="sessions")
         except DatabaseUnreadable as exc:
             raise SessionError(
                 f"the sessions database {self.location} cannot be read ({exc}). Restore it from a backup, "

@@ -310,19 +310,23 @@ class LexicalIndex:
             vocab = np.asarray(sorted(self._vocab, key=self._vocab.get), dtype=object)
             sizes = np.asarray([len(t) for t in self._slot_terms], dtype=np.int64)
             tmp = path.with_name(path.name + ".tmp")
-            with tmp.open("wb") as handle:
-                np.savez(
-                    handle,
-                    format=np.asarray([SNAPSHOT_FORMAT]),
-                    vocab=np.asarray(vocab, dtype=str) if len(vocab) else np.zeros(0, dtype=str),
-                    slot_ids=np.asarray(self._slot_ids, dtype=str),
-                    slot_doc=np.asarray(self._slot_doc, dtype=str),
-                    lengths=self._lengths,
-                    sizes=sizes,
-                    terms=np.concatenate(self._slot_terms) if self._slot_terms else np.zeros(0, dtype=np.int32),
-                    freqs=np.concatenate(self._slot_freqs) if self._slot_freqs else np.zeros(0, dtype=np.float32),
-                )
-            tmp.replace(path)
+            try:
+                with tmp.open("wb") as handle:
+                    np.savez(
+                        handle,
+                        format=np.asarray([SNAPSHOT_FORMAT]),
+                        vocab=np.asarray(vocab, dtype=str) if len(vocab) else np.zeros(0, dtype=str),
+                        slot_ids=np.asarray(self._slot_ids, dtype=str),
+                        slot_doc=np.asarray(self._slot_doc, dtype=str),
+                        lengths=self._lengths,
+                        sizes=sizes,
+                        terms=np.concatenate(self._slot_terms) if self._slot_terms else np.zeros(0, dtype=np.int32),
+                        freqs=np.concatenate(self._slot_freqs) if self._slot_freqs else np.zeros(0, dtype=np.float32),
+                    )
+                tmp.replace(path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
+                raise
 
     def load(self, path: Path) -> bool:
         """Replace the index by the snapshot at ``path``; False (and the index unchanged)

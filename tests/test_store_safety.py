@@ -394,13 +394,18 @@ def test_a_deleted_vector_store_is_reported_and_repaired_from_the_catalog(data_d
     assert kb.search("comet storm number 7", k=1)[0].dense_score is not None
 
 
-def test_deleted_vector_index_files_are_reported_and_rebuilt(data_dir):
+@pytest.mark.parametrize("damage", ["deleted", "cut short"])
+def test_damaged_vector_index_files_are_reported_and_rebuilt(data_dir, damage):
     kb = open_kb(data_dir)
     kb.ingest(long_text(3000, "reef").encode(), filename="reef.txt")  # enough for Chroma to flush its index
     passages = kb.passage_count()
     kb.close()
-    for index_file in (data_dir / "chroma").glob("*/*.bin"):
-        index_file.unlink()
+    for index_file in [*(data_dir / "chroma").glob("*/*.bin"), *(data_dir / "chroma").glob("*/*.pickle")]:
+        if damage == "deleted" and index_file.suffix == ".bin":
+            index_file.unlink()
+        elif damage == "cut short":
+            with index_file.open("r+b") as handle:
+                handle.truncate(index_file.stat().st_size // 2)
     kb = open_kb(data_dir)
     assert kb.health and "ragkit repair" in kb.health[0]
     assert kb.search("reef storm number 77", k=1)[0].filename == "reef.txt"

@@ -23,7 +23,7 @@ from langgraph.config import get_stream_writer
 from ..citations import Source, focus_quotes, sources_from_hits, validate_markers
 from ..config import Settings
 from ..contextualize import clean_rewrite, needs_context, plausible_rewrite, rewrite_options
-from ..errors import ReadOnlyDataDir
+from ..errors import ReadOnlyDataDir, StorageFull
 from ..extractive import extractive_answer
 from ..history import HistoryManager, TraceStep, Turn
 from ..kb import KnowledgeBase
@@ -499,7 +499,7 @@ class RagNodes:
         )
         try:
             self.history.add_turn(state["session_id"], turn)
-        except ReadOnlyDataDir as exc:  # the answer still reaches the user, unsaved (turn.id stays None)
+        except (ReadOnlyDataDir, StorageFull) as exc:  # the answer still reaches the user, unsaved (id None)
             turn.trace.append(TraceStep("Not saved", str(exc)))
         return {"turn": turn}
 
