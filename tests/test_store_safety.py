@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -264,15 +265,25 @@ def unreachable_by_own_text(kb: KnowledgeBase, filename: str, sample: int) -> tu
 
 class Readers:
     """Processes opening the data dir one after another, throughout a block (as the app
-    and the CLI do beside an ingest)."""
+    and the CLI do beside an ingest); ``spans`` holds each one's (start, end) in
+    ``time.monotonic()`` seconds."""
 
     def __init__(self, data_dir: Path, count: int = 2):
-        self.data_dir, self.stop, self.opened = data_dir, threading.Event(), []
+        self.data_dir, self.stop, self.spans, self.failures = data_dir, threading.Event(), [], []
         self.threads = [threading.Thread(target=self._loop) for _ in range(count)]
 
     def _loop(self) -> None:
         while not self.stop.is_set():
-            self.opened.append(Worker(self.data_dir, "open").finish())
+            started = time.monotonic()
+            try:
+                Worker(self.data_dir, "open").finish()
+            except AssertionError as exc:  # the process failed: the test reports it
+                self.failures.append(str(exc))
+            self.spans.append((started, time.monotonic()))
+
+    def within(self, start: float, end: float) -> int:
+        """How many opens started and ended between ``start`` and ``end``."""
+        return sum(1 for began, ended in self.spans if began >= start and ended <= end)
 
     def __enter__(self) -> "Readers":
         for thread in self.threads:
@@ -294,9 +305,11 @@ def test_passages_stay_reachable_when_other_processes_open_the_store_during_an_i
     killed.kill()
     big = write_file(tmp_path / "in", "big.txt", long_text(6000, "harbour"))
     with Readers(data_dir) as readers:
-        readers.opened.append(Worker(data_dir, "open").finish())  # at least one open during the ingest
+        started = time.monotonic()
         assert "result added big.txt" in Worker(data_dir, "ingest", str(big)).finish()
-    assert len(readers.opened) >= 2
+        ended = time.monotonic()
+    assert readers.failures == []
+    assert readers.within(started, ended) >= 2, (readers.spans, started, ended)  # opened during the ingest
     kb = assert_consistent(data_dir)
     assert kb.documents()[0].chunks > 2500
     missed, sampled = unreachable_by_own_text(kb, "big.txt", 400)
