@@ -36,6 +36,7 @@ from .embeddings import Embedder
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .passages import Passage
+from .tags import checked_tags, normalize_tags
 from .text import search_tokens
 from .vectors import VectorStore
 
@@ -92,7 +93,7 @@ class IngestItem:
     def of(cls, source: str | Path | bytes, filename: str | None = None, tags: list[str] | None = None,
            progress: Progress | None = None, identity: str | None = None) -> "IngestItem":
         """An item from a path or bytes (+ filename); a path's identity is its full path."""
-        tags = normalize_tags(tags or [])
+        tags = checked_tags(tags or [])
         progress = progress or _no_progress
         if isinstance(source, bytes):
             name = Path(filename or "upload").name
@@ -414,17 +415,6 @@ def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | 
                             f"{item.filename}: replaced by version {record.version} ({passages})", record)
     return IngestResult(item.filename, "added",
                         f"{item.filename}: added ({plural(record.pages, 'page')}, {passages})", record)
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    """Trimmed, de-duplicated tags in first-seen order (commas split)."""
-    seen: list[str] = []
-    for raw in tags:
-        for tag in str(raw).split(","):
-            tag = tag.strip()
-            if tag and tag not in seen:
-                seen.append(tag)
-    return seen
 
 
 def plural(number: int, noun: str) -> str:
