@@ -306,7 +306,7 @@ class Indexer:
                             f"{prepared.item.filename}: could not be saved ({type(exc).__name__}: {exc})")
                 else:
                     for prepared, record, previous in plans:
-                        outcomes[id(prepared)] = _saved(prepared.item, record, previous)
+                        outcomes[id(prepared)] = _saved(prepared.item, record, previous, prepared.loaded.notes)
         return [outcomes[id(prepared)] for prepared in group]
 
     def _plan(self, prepared: _Prepared) -> tuple[_Prepared, DocumentRecord, DocumentRecord | None]:
@@ -408,13 +408,15 @@ def _finished(item: IngestItem, result: IngestResult, started: float) -> IngestR
     return result
 
 
-def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None) -> IngestResult:
+def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None,
+           notes: list[str] = ()) -> IngestResult:
     passages = plural(record.chunks, "passage")
+    noted = "".join(f"; {note}" for note in notes)  # how the file was read, when it matters (see loaders)
     if previous is not None:
         return IngestResult(item.filename, "new_version",
-                            f"{item.filename}: replaced by version {record.version} ({passages})", record)
+                            f"{item.filename}: replaced by version {record.version} ({passages}){noted}", record)
     return IngestResult(item.filename, "added",
-                        f"{item.filename}: added ({plural(record.pages, 'page')}, {passages})", record)
+                        f"{item.filename}: added ({plural(record.pages, 'page')}, {passages}){noted}", record)
 
 
 def plural(number: int, noun: str) -> str:
