@@ -271,16 +271,20 @@ def _detect_encoding(data: bytes) -> str | None:
     return "cp1252" if "cp1252" in ties else best.encoding
 
 
+def _sample(text: str) -> str:
+    """The text itself, or 16 windows of 4 K characters spread over a longer one."""
+    if len(text) <= _SAMPLE_WINDOWS * _SAMPLE_WINDOW:
+        return text
+    step = (len(text) - _SAMPLE_WINDOW) // (_SAMPLE_WINDOWS - 1)
+    return "".join(text[i * step : i * step + _SAMPLE_WINDOW] for i in range(_SAMPLE_WINDOWS))
+
+
 def _unprintable_share(text: str) -> float:
     """Share of characters no text file holds: controls other than tab/newline/CR/form
     feed, U+FFFD (bytes the decoder could not map), private-use, unassigned, surrogates.
 
     Judged on 16 windows spread over the text, so the cost is bounded on any input."""
-    if len(text) <= _SAMPLE_WINDOWS * _SAMPLE_WINDOW:
-        sample = text
-    else:
-        step = (len(text) - _SAMPLE_WINDOW) // (_SAMPLE_WINDOWS - 1)
-        sample = "".join(text[i * step : i * step + _SAMPLE_WINDOW] for i in range(_SAMPLE_WINDOWS))
+    sample = _sample(text)
     if not sample:
         return 0.0
     category = unicodedata.category
@@ -355,13 +359,17 @@ def _first_line_title(text: str, fallback: str) -> str:
 
 
 def load_pdf(
-    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES, notes: list[str] | None = None
 ) -> tuple[list[str], str | None]:
     """Text of each PDF page and the document's own title, if any.
 
     pypdf caps each stream at 75 MB but not a document: a 600 KB file can hold ten pages
     that each inflate to 60 MB, all kept decoded. So the bytes inflated are counted over
-    the document and the file is refused past ``max_unpacked_bytes``."""
+    the document and the file is refused past ``max_unpacked_bytes``.
+
+    A page whose extracted text is garbage (:func:`garbage_reason`: fonts that do not say
+    which characters their glyphs are) is left empty; a PDF with no readable page is
+    refused with the reason, one with some is kept and ``notes`` say what was left out."""
     from pypdf import PdfReader
 
     try:
@@ -380,7 +388,72 @@ def load_pdf(
         raise _pdf_error(exc, filename) from None
     if not pages:
         raise LoaderError(f"{filename}: the PDF has no pages: re-export it from the source application")
-    return pages, title
+    return _without_garbage_pages(pages, filename, notes), title
+
+
+GARBAGE_SHARE = 0.25
+"""Share of a page's non-blank characters that are garbage above which the page is taken
+for garbage (real text holds none but a few symbol-font bullets in private use)."""
+_GLYPH_NAMES = re.compile(r"(?:/[A-Za-z._]{0,12}[0-9][0-9A-Fa-f]*){3,}")  # "/g1/g2/g3", "/uni4E2D/uni6587/..."
+_GARBAGE_KINDS = {
+    "Co": "private-use characters (the font maps its glyphs to no real letters)",
+    "\ufffd": "replacement characters (the font's codes map to no characters)",
+    "Cc": "control characters",
+    "Cn": "unassigned code points",
+    "Cs": "unassigned code points",
+}
+
+
+def garbage_reason(text: str) -> str | None:
+    """Why extracted PDF text is garbage, or None when it reads as text (any script).
+
+    Counted over the page's non-blank characters: glyph names that pypdf prints for a
+    Type3 font without a Unicode map (``/g1/g2/g3``), private-use characters, U+FFFD,
+    controls and unassigned code points. Cost: linear, on a sample of at most 64 K
+    characters (see _unprintable_share)."""
+    sample = _sample(text)
+    visible = len(sample) - sum(sample.count(blank) for blank in " \n\t\r\f")
+    if visible <= 0:
+        return None
+    glyph_chars = sum(len(match) for match in _GLYPH_NAMES.findall(sample))
+    if glyph_chars > GARBAGE_SHARE * visible:
+        return "glyph names instead of letters (such as /g1/g2/g3: a Type3 font without a Unicode map)"
+    counts: dict[str, int] = {}
+    category = unicodedata.category
+    for char in sample:
+        kind = "\ufffd" if char == "\ufffd" else category(char)
+        if kind in _GARBAGE_KINDS and char not in _TEXT_CONTROLS:
+            counts[kind] = counts.get(kind, 0) + 1
+    if sum(counts.values()) + glyph_chars <= GARBAGE_SHARE * visible:
+        return None
+    if glyph_chars >= max(counts.values(), default=0):
+        return "glyph names instead of letters (such as /g1/g2/g3: a Type3 font without a Unicode map)"
+    return _GARBAGE_KINDS[max(counts, key=counts.get)]
+
+
+def _without_garbage_pages(pages: list[str], filename: str, notes: list[str] | None) -> list[str]:
+    reasons = [garbage_reason(page) for page in pages]
+    garbage = [number for number, reason in enumerate(reasons, start=1) if reason]
+    if not garbage:
+        return pages
+    kept = [page if reason is None else "" for page, reason in zip(pages, reasons)]
+    if not any(page.strip() for page in kept):
+        reason = next(reason for reason in reasons if reason)
+        raise LoaderError(
+            f"{filename}: the text extracted from the PDF is not readable: it comes out as {reason}. "
+            "Its fonts do not say which letters they draw: run the PDF through OCR and add the result, "
+            "or export it again with fonts embedded as Unicode"
+        )
+    if notes is not None:
+        shown = ", ".join(map(str, garbage[:10])) + (" …" if len(garbage) > 10 else "")
+        notes.append(f"{plural_pages(len(garbage))} of unreadable text left out (p. {shown}: fonts without a "
+                     "Unicode map; OCR would read them)")
+    return kept
+
+
+def plural_pages(count: int) -> str:
+    """'1 page', '3 pages'."""
+    return f"{count} page" if count == 1 else f"{count} pages"
 
 
 def _unlock_pdf(reader, filename: str) -> None:
@@ -899,7 +972,7 @@ def load_bytes(
     own_title = None
     notes: list[str] = []
     if doc_type == "pdf":
-        pages, own_title = load_pdf(data, filename, unpacked_limit)
+        pages, own_title = load_pdf(data, filename, unpacked_limit, notes)
     elif doc_type == "docx":
         pages, own_title = load_docx(data, filename, unpacked_limit)
     elif doc_type == "html":

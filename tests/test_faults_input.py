@@ -253,3 +253,278 @@ def test_search_k_is_bounded_with_a_clear_message(tmp_path):
         assert f"argument -k: must be at most 1000, not {int(k)}: ask for fewer passages" in result.stderr
     huge = run_cli(tmp_path / "data", "search", "lamp", "-k", "9" * 5000)
     assert huge.returncode == 2 and "is not a whole number" in huge.stderr and len(huge.stderr) < 400
+
+
+# --- measurement in a fresh interpreter ---------------------------------------------------
+
+MB = 1024 * 1024
+MEASURE = """
+import json, resource, sys, time
+import charset_normalizer, lxml.etree, pypdf
+from ragkit.loaders import load_path
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started = time.process_time()
+try:
+    doc = load_path(sys.argv[1], max_bytes=50 * 1024 * 1024)
+    outcome = {"pages": doc.pages, "notes": doc.notes}
+except Exception as exc:
+    outcome = {"error": f"{type(exc).__name__}: {exc}"}
+outcome["grown_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+outcome["cpu_s"] = time.process_time() - started
+print(json.dumps(outcome))
+"""
+
+
+def load_in_subprocess(path: Path) -> dict:
+    """load_path(path) in a fresh interpreter: the pages or the error, how far its peak
+    RSS grew (the file's bytes included) and the CPU seconds it took."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- 7. deeply nested HTML ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_deeply_nested_html_loads_within_four_times_its_size(tmp_path):
+    """24 MB of unclosed <b><i><span> (the issue's file: 114 s and 3 GB with BeautifulSoup)."""
+    page = tmp_path / "nested.html"
+    page.write_bytes(b"<b><i><span>" * 2_000_000 + b"nine char")
+    size_mb = page.stat().st_size / MB
+
+    measured = load_in_subprocess(page)
+
+    assert measured.get("pages") == ["nine char"], measured.get("error")
+    assert measured["grown_mb"] < 4 * size_mb, measured
+    print(f"nested HTML {size_mb:.0f} MB: peak +{measured['grown_mb']:.0f} MB, {measured['cpu_s']:.1f} s CPU")
+
+
+def test_nesting_past_the_limit_is_read_as_flat_text_with_scripts_dropped():
+    from ragkit.loaders import MAX_HTML_NESTING, load_bytes
+
+    deep = (b"<title>Deep &amp; odd</title><div>" * (MAX_HTML_NESTING + 5) + b"Tide &lt;table&gt;"
+            b"<script>alert('x')</script><!-- hidden --><style>p{}</style>" + b"<p>end</p>")
+    doc = load_bytes(deep, "deep.html")
+    assert doc.pages == ["Deep & odd\n\nTide <table>\n\nend"], doc.pages
+    assert doc.title == "Deep & odd"
+    shallow = load_bytes(b"<html><head><title>T</title><script>x()</script></head><body><p>One <b>two</b></p>"
+                         b"<noscript>ns</noscript><template>t</template></body></html>", "page.html")
+    assert shallow.pages == ["T\nOne \ntwo"] and shallow.title == "T"
+
+
+def test_nested_html_work_grows_linearly():
+    from ragkit.loaders import LoaderError, load_bytes
+    from work_counting import cpu_seconds
+
+    def load(data: bytes) -> None:
+        try:
+            load_bytes(data, "nested.html")
+        except LoaderError:
+            pass
+
+    small, large = b"<b><i><span>" * 50_000 + b"x", b"<b><i><span>" * 200_000 + b"x"
+    load(small)
+    assert cpu_seconds(load, large) < 9 * max(cpu_seconds(load, small), 0.002)
+
+
+# --- 13. wide CSV ------------------------------------------------------------------------
+
+
+def test_a_csv_of_a_million_columns_is_refused_at_once_in_bounded_memory(tmp_path):
+    table = tmp_path / "wide.csv"
+    columns = 1_000_000
+    table.write_text(",".join(f"c{i}" for i in range(columns)) + "\n" + ",".join(f"v{i}" for i in range(columns)))
+    size_mb = table.stat().st_size / MB
+
+    measured = load_in_subprocess(table)
+
+    assert measured.get("error", "").startswith(
+        "LoaderError: wide.csv: a line of the CSV has more than 10,000 columns; tables that wide are not read "
+        "row by row: transpose it (one record per row) or save it as .txt to index it as plain text")
+    assert measured["grown_mb"] < 4 * size_mb, measured
+    assert measured["cpu_s"] < 30, measured  # minutes before
+
+
+def test_csv_up_to_the_column_limit_loads_and_labelled_text_is_bounded():
+    from ragkit.loaders import MAX_CSV_COLUMNS, LoaderError, load_bytes
+
+    header = ",".join(f"c{i}" for i in range(MAX_CSV_COLUMNS))
+    doc = load_bytes((header + "\n" + ",".join(["1"] * MAX_CSV_COLUMNS)).encode(), "wide.csv")
+    assert doc.pages[0].startswith("c0: 1; c1: 1") and doc.pages[0].endswith(f"c{MAX_CSV_COLUMNS - 1}: 1")
+    long_names = ",".join(f"{'column name ' * 8}{i}" for i in range(100))
+    bomb = (long_names + "\n" + "1," * 99 + "1\n" * 1).encode() + ("1," * 99 + "1\n").encode() * 2000
+    with pytest.raises(LoaderError, match=r"^bomb\.csv: written out as labelled rows .* would pass 1 MB "
+                                          r"\(RAGKIT_MAX_UNPACKED_MB\)"):
+        load_bytes(bomb, "bomb.csv", max_unpacked_bytes=MB)
+    assert load_bytes(b"a,b\n1,2\n3,\n,\n5,6", "t.csv").pages == ["a: 1; b: 2\n\na: 3\n\na: 5; b: 6"]
+    assert load_bytes(b"a,b\n", "t.csv").pages == ["a | b"]
+
+
+# --- 13. mixed encodings -----------------------------------------------------------------
+
+UTF8_ZH = ("茶园每天早上八点开门，门票价格是二十元。\n" * 60).encode("utf-8")
+GBK_LINES = ("这一行是用旧的编码写的，来自另一个文件。\n" * 40).encode("gbk")
+CP1252_LINES = ("Le café est ouvert à huit heures, près du marché, où l'été.\n" * 40).encode("cp1252")
+
+
+@pytest.mark.parametrize("extra, encoding", [(GBK_LINES, "GB18030"), (CP1252_LINES, "Windows-1252")],
+                         ids=["utf8+gbk", "utf8+cp1252"])
+def test_mostly_utf8_text_with_lines_in_another_encoding_decodes_and_says_so(extra, encoding):
+    from ragkit.loaders import load_bytes
+
+    doc = load_bytes(UTF8_ZH + extra + UTF8_ZH, "notes.txt")
+    assert doc.notes == [f"40 lines were not UTF-8, read as {encoding}"]
+    assert "\ufffd" not in doc.pages[0]
+    assert extra.decode("gbk" if encoding == "GB18030" else "cp1252").strip() in doc.pages[0]
+
+
+def test_bytes_no_encoding_reads_are_replaced_and_counted(kb, tmp_path):
+    junk = bytes([0xFF, 0xFE, 0x80, 0xC3]) * 30  # no encoding reads these as text
+    path = tmp_path / "pasted.txt"
+    path.write_bytes(UTF8_ZH + junk + b"\n" + UTF8_ZH)
+
+    result = kb.ingest(path)
+
+    assert result.status == "added"
+    assert result.message.startswith("pasted.txt: added (1 page, ")
+    assert result.message.endswith("; 120 undecodable bytes replaced by \ufffd"), result.message
+    assert "门票价格" in " ".join(p.text for p in kb.passages(result.document.id))
+
+
+@pytest.mark.parametrize("data", [os.urandom(50_000), bytes(range(1, 256)) * 200,
+                                  UTF8_ZH[:300] + os.urandom(20_000)], ids=["random", "all bytes", "utf8 head"])
+def test_real_binary_is_still_refused(data):
+    from ragkit.loaders import LoaderError, load_bytes
+
+    with pytest.raises(LoaderError, match=r"^blob\.txt: looks like a binary file, not text"):
+        load_bytes(data, "blob.txt")
+
+
+# --- 11. garbage PDFs ----------------------------------------------------------------------
+
+
+def pdf_file(objects: dict[int, bytes]) -> bytes:
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = {}
+    for number in sorted(objects):
+        offsets[number] = len(out)
+        out += b"%d 0 obj\n" % number + objects[number] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for number in sorted(objects):
+        out += b"%010d 00000 n \n" % offsets[number]
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def pdf_stream(body: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n" % len(body) + body + b"\nendstream"
+
+
+def type3_pdf(pages: list[list[list[int]]], to_unicode: dict[int, str] | None = None) -> bytes:
+    """Pages of lines of codes drawn in one Type3 font whose glyphs are named /g1, /g2...
+    (a font from a PDF printer), with a ToUnicode map only when one is given."""
+    count = max(code for page in pages for line in page for code in line)
+    names = b" ".join(b"/g%d" % code for code in range(1, count + 1))
+    procs = b" ".join(b"/g%d 6 0 R" % code for code in range(1, count + 1))
+    font = (b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 0] "
+            b"/CharProcs << " + procs + b" >> /Encoding << /Type /Encoding /Differences [1 " + names + b"] >> "
+            b"/FirstChar 1 /LastChar %d /Widths [%s]" % (count, b" ".join([b"500"] * count)))
+    objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>", 6: pdf_stream(b"500 0 0 0 500 500 d1 0 0 500 500 re f")}
+    if to_unicode is not None:
+        cmap = (b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def "
+                b"1 begincodespacerange <01> <ff> endcodespacerange %d beginbfchar\n" % len(to_unicode))
+        cmap += b"".join(b"<%02x> <%s>\n" % (code, char.encode("utf-16-be").hex().encode())
+                         for code, char in to_unicode.items())
+        objects[7] = pdf_stream(cmap + b"endbfchar endcmap CMapName currentdict /CMap defineresource pop end end")
+        font += b" /ToUnicode 7 0 R"
+    objects[5] = font + b" >>"
+    kids = []
+    for index, lines in enumerate(pages):
+        page_id, content_id = 10 + 2 * index, 11 + 2 * index
+        kids.append(b"%d 0 R" % page_id)
+        content = b"BT /F1 12 Tf 72 720 Td 14 TL\n" + b"".join(
+            b"<" + bytes(line).hex().encode() + b"> Tj T*\n" for line in lines) + b"ET"
+        objects[page_id] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+                            b"/Resources << /Font << /F1 5 0 R >> >> >>" % content_id)
+        objects[content_id] = pdf_stream(content)
+    objects[2] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % len(pages)
+    return pdf_file(objects)
+
+
+def text_pdf(pages: list[list[str]], to_unicode=lambda char: char) -> bytes:
+    """Pages of text lines in a Type3 font whose ToUnicode map says ``to_unicode(char)``
+    for each character drawn: real text in any script, or garbage when the map lies."""
+    chars = sorted({char for page in pages for line in page for char in line})
+    code = {char: number for number, char in enumerate(chars, start=1)}
+    return type3_pdf([[[code[char] for char in line] for line in page] for page in pages],
+                     {code[char]: to_unicode(char) for char in chars})
+
+
+LINES = ["The keeper lights the lamp at dusk every day.", "Storm logs are kept in the tower."] * 4
+SCRIPTS = {
+    "english": LINES,
+    "chinese": ["灯塔看守人每天黄昏点亮灯。", "风暴记录保存在塔里。"] * 4,
+    "russian": ["Смотритель зажигает лампу каждый вечер."] * 4,
+    "arabic": ["يشعل حارس المنارة المصباح عند الغسق كل يوم."] * 4,
+    "hindi": ["रखवाला हर दिन शाम को दीपक जलाता है।"] * 4,
+    "greek": ["Ο φύλακας ανάβει τη λάμπα κάθε σούρουπο."] * 4,
+}
+
+
+@pytest.mark.parametrize("name, data, reason", [
+    ("type3", type3_pdf([[[1, 2, 3, 4, 5, 6, 7] * 8] * 6]), "glyph names instead of letters (such as /g1/g2/g3"),
+    ("private", text_pdf([LINES], lambda char: char if char == " " else chr(0xE000 + ord(char))),
+     "private-use characters"),
+    ("unmapped", text_pdf([LINES], lambda char: char if char == " " else "\ufffd"), "replacement characters"),
+], ids=["type3 without ToUnicode", "private-use characters", "replacement characters"])
+def test_garbage_pdfs_are_refused_with_the_reason(name, data, reason):
+    from ragkit.loaders import LoaderError, load_bytes
+
+    with pytest.raises(LoaderError) as refused:
+        load_bytes(data, f"{name}.pdf")
+    message = str(refused.value)
+    assert message.startswith(f"{name}.pdf: the text extracted from the PDF is not readable: it comes out as {reason}")
+    assert "run the PDF through OCR" in message
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=SCRIPTS)
+def test_pdfs_of_real_text_in_any_script_still_load(script):
+    from ragkit.loaders import load_bytes
+
+    doc = load_bytes(text_pdf([SCRIPTS[script]]), f"{script}.pdf")
+    assert doc.notes == [] and len(doc.pages[0]) > 40
+    if script != "arabic":  # pypdf returns right-to-left text in visual order
+        assert SCRIPTS[script][0] in doc.pages[0]
+
+
+def test_the_chinese_fixture_and_a_pdf_with_symbol_bullets_still_load():
+    from conftest import FIXTURES
+    from ragkit.loaders import garbage_reason, load_path
+
+    chinese = load_path(FIXTURES / "tea_garden_zh.pdf")
+    assert chinese.notes == [] and any("门票" in page for page in chinese.pages)
+    bullets = "\n".join(f"\uf0b7 Item {n}: the lamp is cleaned every morning." for n in range(20))
+    assert garbage_reason(bullets) is None  # Word's Symbol-font bullets are private-use characters
+    assert garbage_reason("Configs live in /etc/nginx/sites-available and /usr/local/bin. " * 10) is None
+
+
+def test_a_pdf_with_some_garbage_pages_keeps_the_readable_ones_and_says_so(kb, tmp_path):
+    chars = sorted({char for line in LINES for char in line})
+    code = {char: number for number, char in enumerate(chars, start=1)}
+    pages = [[[code[char] for char in line] for line in page] for page in (LINES, LINES)]
+    mapping = {code[char]: char for char in chars}
+    garbage_page = [[len(chars) + 1, len(chars) + 2, len(chars) + 3] * 10] * 5  # codes without a mapping
+    path = tmp_path / "mixed.pdf"
+    path.write_bytes(type3_pdf([pages[0], garbage_page, pages[1]], mapping))
+
+    result = kb.ingest(path)
+
+    assert result.status == "added", result.message
+    assert result.message.endswith("; 1 page of unreadable text left out (p. 2: fonts without a Unicode map; "
+                                   "OCR would read them)"), result.message
+    assert result.document.pages == 3
+    assert all("/g" not in passage.text for passage in kb.passages(result.document.id))
