@@ -796,7 +796,7 @@ class _HtmlText:
         if tag in _HTML_HIDDEN:
             self._hidden += 1
         elif tag == "title":
-            self._in_title = True
+            self._in_title = not self.title  # the first <title> names the page
 
     def end(self, tag) -> None:
         """A closing tag ends the current run of text."""

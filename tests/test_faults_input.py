@@ -305,14 +305,14 @@ def test_deeply_nested_html_loads_within_four_times_its_size(tmp_path):
 def test_nesting_past_the_limit_is_read_as_flat_text_with_scripts_dropped():
     from ragkit.loaders import MAX_HTML_NESTING, load_bytes
 
-    deep = (b"<title>Deep &amp; odd</title><div>" * (MAX_HTML_NESTING + 5) + b"Tide &lt;table&gt;"
-            b"<script>alert('x')</script><!-- hidden --><style>p{}</style>" + b"<p>end</p>")
+    deep = (b"<title>Deep &amp; odd</title>" + b"<div>" * (MAX_HTML_NESTING + 5) + b"Tide &lt;table&gt;"
+            b"<script>alert('x')</script><!-- hidden --><style>p{}</style>" + b"<p>end</p><title>Second</title>")
     doc = load_bytes(deep, "deep.html")
-    assert doc.pages == ["Deep & odd\n\nTide <table>\n\nend"], doc.pages
-    assert doc.title == "Deep & odd"
+    assert doc.pages == ["Deep & odd\n\nTide <table>\nend\n\nSecond"], doc.pages
+    assert doc.title == "Deep & odd", "the first <title>"
     shallow = load_bytes(b"<html><head><title>T</title><script>x()</script></head><body><p>One <b>two</b></p>"
                          b"<noscript>ns</noscript><template>t</template></body></html>", "page.html")
-    assert shallow.pages == ["T\nOne \ntwo"] and shallow.title == "T"
+    assert shallow.pages == ["T\nOne\ntwo"] and shallow.title == "T"
 
 
 def test_nested_html_work_grows_linearly():
