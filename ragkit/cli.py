@@ -218,10 +218,28 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _print_summary(summary: dict, as_json: bool) -> None:
+    width = max(len(key) for key in summary)
+    for key, value in summary.items():
+        print(f"{key:<{width}}  {value}")
+    if as_json:
+        print(json.dumps(summary, ensure_ascii=False))
+
+
 def cmd_bench(args) -> int:
     """Print speed and memory figures."""
     from .bench import run_bench
 
+    if args.peer:
+        from .peer import PeerBenchError, measure_peer
+
+        print("bench: ragkit and the usual LangChain stack on the same files…", file=sys.stderr, flush=True)
+        try:
+            summary = measure_peer(questions_per_set=100 if args.quick else None)
+        except PeerBenchError as exc:
+            raise CommandError(str(exc)) from None
+        _print_summary(summary, args.json)
+        return 0
     summary = run_bench(load_settings(**_overrides(args)), quick=args.quick,
                         report=lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True))
     width = max(len(key) for key in summary)
@@ -404,6 +422,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="speed and memory figures")
     p.add_argument("--quick", action="store_true", help="a small workload (under a minute): a smoke test")
+    p.add_argument("--peer", action="store_true",
+                   help="only ragkit beside the usual LangChain stack (splitter 1000/200, MiniLM, Chroma) on the "
+                        "shared QA sets' files: first-run ingest, search latency, hit@5")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
 

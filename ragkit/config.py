@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     candidate_k: int = Field(default=50, ge=1, le=1000)
     dense_weight_latin: float = Field(default=0.5, ge=0, le=1)
     dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
+    fusion: Literal["zscore", "minmax"] = Field(
+        default="zscore", description="how BM25 and dense scores are put on one scale before they are weighted")
     min_relative_score: float = Field(
         default=0.1, ge=0, le=1, description="answers ignore passages scoring below this share of the best"
     )

@@ -12,6 +12,7 @@ confident lexical one (weighted RRF at 0.1 still fell to MRR@10 0.89).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .passages import Hit
-from .text import is_cjk_text, search_tokens
+from .text import is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +45,38 @@ def dense_weight_for(query: str, latin_weight: float, cjk_weight: float) -> floa
 
 
 def fuse_scores(
-    dense: list[tuple[str, float]], lexical: list[tuple[str, float]], dense_weight: float
+    dense: list[tuple[str, float]], lexical: list[tuple[str, float]], dense_weight: float,
+    method: str = "zscore",
 ) -> list[tuple[str, float]]:
     """Convex combination of normalised scores, best first.
 
-    BM25 scores are divided by the query's best BM25 score; cosine similarities are
-    min-max scaled over the dense candidates. Score fusion (unlike rank fusion) keeps
-    the margin information: a confident lexical top hit is not overturned by a weak
-    dense side. With weight 0 (or 1) the result is exactly the lexical (or dense)
-    ranking, so a tuned weight is never worse than choosing the better retriever.
+    ``zscore`` (the default): each side's scores become standard scores over the union of
+    both sides' candidates, a passage missing from the BM25 list counting as BM25 0 (what
+    it is: it holds none of the query's words) and one missing from the dense list as the
+    lowest cosine listed (all that is known of it). A side whose scores barely differ (a
+    question about a code the embedding model cannot read) then has little to say, and a
+    passage standing far above the rest of its side (the one holding that code) keeps that
+    margin: min-max scaling would stretch a flat dense list to a full-scale vote.
+    ``minmax``: BM25 over its best score, cosines min-max scaled (the earlier method).
+
+    Score fusion (unlike rank fusion) keeps the margin information: a confident lexical
+    top hit is not overturned by a weak dense side. With weight 0 (or 1) the result is
+    exactly the lexical (or dense) ranking, so a tuned weight is never worse than choosing
+    the better retriever.
     """
+    lexical_weight = 1.0 - dense_weight
+    if method == "zscore":
+        fused = _zscore_fusion(dense, lexical, dense_weight)
+    else:
+        fused = _minmax_fusion(dense, lexical, dense_weight)
+    primary, secondary = (dense, lexical) if dense_weight > lexical_weight else (lexical, dense)
+    order: dict[str, int] = {}
+    for index, (item, _) in enumerate(primary + secondary):  # ties go to the stronger side
+        order.setdefault(item, index)
+    return sorted(fused.items(), key=lambda pair: (-pair[1], order[pair[0]]))
+
+
+def _minmax_fusion(dense, lexical, dense_weight: float) -> dict[str, float]:
     lexical_weight = 1.0 - dense_weight
     fused: dict[str, float] = {}
     if lexical and lexical_weight > 0:
@@ -67,11 +90,30 @@ def fuse_scores(
         for item, score in dense:
             scaled = (score - low) / spread if spread > 1e-6 else 1.0
             fused[item] = fused.get(item, 0.0) + dense_weight * scaled
-    primary, secondary = (dense, lexical) if dense_weight > lexical_weight else (lexical, dense)
-    order: dict[str, int] = {}
-    for index, (item, _) in enumerate(primary + secondary):  # ties go to the stronger side
-        order.setdefault(item, index)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], order[pair[0]]))
+    return fused
+
+
+def _zscore_fusion(dense, lexical, dense_weight: float) -> dict[str, float]:
+    use_lexical, use_dense = dense_weight < 1, dense_weight > 0
+    items = list(dict.fromkeys([item for item, _ in lexical if use_lexical] + [item for item, _ in dense if use_dense]))
+    if not items:
+        return {}
+    fused = np.zeros(len(items))
+    if lexical and use_lexical:
+        scores = dict(lexical)
+        fused += (1.0 - dense_weight) * _standard([scores.get(item, 0.0) for item in items])
+    if dense and use_dense:
+        scores = dict(dense)
+        floor = min(scores.values())
+        fused += dense_weight * _standard([scores.get(item, floor) for item in items])
+    return dict(zip(items, fused.tolist()))
+
+
+def _standard(values: list[float]) -> np.ndarray:
+    """Standard scores; all equal values are all 0."""
+    array = np.asarray(values, dtype=np.float64)
+    spread = array.std()
+    return (array - array.mean()) / spread if spread > 1e-9 else np.zeros_like(array)
 
 
 class Retriever:
@@ -103,7 +145,11 @@ class Retriever:
         dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
                  if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
-        fused = fuse_scores(dense, lexical, weight)[:k]
+        fused = fuse_scores(dense, lexical, weight, self.settings.fusion)
+        exact = exact_terms(query)
+        if exact.identifiers or exact.phrases:
+            fused = self._exact_first(fused, exact, depth, allowed)
+        fused = fused[:k]
         passages = self.catalog.passages([pid for pid, _ in fused])
         labels = {doc.id: doc for doc in documents}
         dense_scores, lexical_scores = dict(dense), dict(lexical)
@@ -118,6 +164,29 @@ class Retriever:
             hits.append(Hit(passage, document.title, document.filename, document.doc_type, float(score),
                             dense_scores.get(pid), lexical_scores.get(pid), dense_rank.get(pid), lexical_rank.get(pid)))
         return hits
+
+    def _exact_first(self, fused: list[tuple[str, float]], exact: "ExactTerms", depth: int,
+                     allowed: set[str] | None) -> list[tuple[str, float]]:
+        """``fused`` with the passages holding every identifier and quoted phrase of the
+        query moved to the front (in their fused order); unchanged when none holds them all."""
+        holding: set[str] | None = None
+        for token in exact.identifiers:
+            found = {pid for pid, _ in self.lexical.search([token], depth, allowed)}
+            holding = found if holding is None else holding & found
+        candidates = [pid for pid, _ in fused] + sorted((holding or set()) - {pid for pid, _ in fused})
+        if holding is not None:
+            candidates = [pid for pid in candidates if pid in holding]
+        if exact.phrases and candidates:
+            texts = self.catalog.passages(candidates)
+            candidates = [pid for pid in candidates if pid in texts
+                          and all(phrase in _folded(texts[pid].text) for phrase in exact.phrases)]
+        if not candidates:
+            return fused
+        first = set(candidates)
+        scores = dict(fused)
+        floor = min(scores.values()) if scores else 0.0
+        front = [(pid, scores.get(pid, floor)) for pid in candidates]
+        return front + [(pid, score) for pid, score in fused if pid not in first]
 
     def _dense(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
         try:
@@ -141,6 +210,36 @@ class Retriever:
 
 
 QUERY_VECTOR_CACHE = 32
+_QUOTED = re.compile(r'"([^"]{2,200})"|“([^”]{2,200})”|「([^」]{2,200})」|『([^』]{2,200})』')
+
+
+@dataclass(frozen=True)
+class ExactTerms:
+    """What a query asks for verbatim: identifier-like tokens (letters and digits mixed,
+    as in part numbers, error codes, versions: in their search-token form) and quoted phrases
+    (folded: lower case, single spaces)."""
+
+    identifiers: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+
+
+def exact_terms(query: str) -> ExactTerms:
+    """The identifiers and quoted phrases of ``query`` (see ExactTerms)."""
+    identifiers = []
+    for run in word_runs(query):
+        if len(run) >= 3 and any(ch.isdigit() for ch in run) and any(ch.isalpha() for ch in run) \
+                and not is_cjk_text(run):
+            identifiers.extend(token for token in search_tokens(run) if token not in identifiers)
+    phrases = []
+    for match in _QUOTED.finditer(query):
+        phrase = _folded(next(group for group in match.groups() if group))
+        if sum(ch.isalnum() for ch in phrase) >= 2 and phrase not in phrases:
+            phrases.append(phrase)
+    return ExactTerms(tuple(identifiers), tuple(phrases))
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def allowed_documents(filters: SearchFilters | None, documents: list) -> set[str] | None:
