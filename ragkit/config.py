@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
     fusion: Literal["zscore", "minmax"] = Field(
         default="zscore", description="how BM25 and dense scores are put on one scale before they are weighted")
+    exact_first: bool = Field(
+        default=True, description="passages holding every identifier (letters and digits) and quoted phrase of "
+        "the query rank first")
     min_relative_score: float = Field(
         default=0.1, ge=0, le=1, description="answers ignore passages scoring below this share of the best"
     )

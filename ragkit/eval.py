@@ -303,8 +303,10 @@ IDENTIFIER_TEMPLATES = (
     "Part {code} is a spare valve assembly kept in the {place} depot.",
 )
 IDENTIFIER_PLACES = ("Lyon", "Leeds", "Porto", "Graz", "Turin", "Ghent", "Brno", "Cork")
+# The last form names a warehouse at random (mostly not the part's): a detail remembered
+# wrongly must not outweigh the exact code.
 IDENTIFIER_QUESTIONS = ("Where is part {code} stocked?", "Which warehouse keeps the assembly {code}?",
-                        "Tell me about the valve with code {code}.")
+                        "Is the valve with code {code} kept in {place}?")
 
 
 def identifier_passages(count: int, seed: int = IDENTIFIER_SEED) -> list[tuple[str, str]]:
@@ -339,7 +341,8 @@ def run_identifiers(count: int, settings: Settings | None = None, limit: int | N
         firsts: dict[tuple[str, bool], list[bool]] = {}
         latencies = []
         for index, (code, _) in enumerate(asked):
-            sentence = IDENTIFIER_QUESTIONS[index % len(IDENTIFIER_QUESTIONS)].format(code=code)
+            sentence = IDENTIFIER_QUESTIONS[index % len(IDENTIFIER_QUESTIONS)].format(
+                code=code, place=IDENTIFIER_PLACES[index % len(IDENTIFIER_PLACES)])
             for form, query in (("alone", code), ("sentence", sentence)):
                 started = time.perf_counter()
                 ranked = base.ranking(base.kb.search(query, k=5))

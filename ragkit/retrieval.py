@@ -146,7 +146,7 @@ class Retriever:
                  if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
         fused = fuse_scores(dense, lexical, weight, self.settings.fusion)
-        exact = exact_terms(query)
+        exact = exact_terms(query) if self.settings.exact_first else ExactTerms()
         if exact.identifiers or exact.phrases:
             fused = self._exact_first(fused, exact, depth, allowed)
         fused = fused[:k]
