@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .citations import Source, sources_from_hits
 from .config import Settings
+from .answer_types import answer_type, typed_spans
 from .passages import Hit
 from .text import (
     CHINESE_STOPWORDS,
@@ -52,16 +53,18 @@ class Weights:
     lexical_local: bool  # Chinese: question words weighted over the candidates, matched in the text
     semantic: float
     characters: float
-    new_number: float
+    new_number: float  # the sentence holds a thing of the kind asked (date, number, person, place) the question lacks
     document_opening: float
     rank_prior: float
     keep_ratio: float  # further sentences must score at least this share of the best
     add_next_sentence: bool
+    split_budget: float = 0.0  # >0: the best sentence takes at most this share when a runner-up is close
 
 
 SEMANTIC_SHORTLIST = 16
 CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True)
-LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.0, 0.05, 0.15, 0.5, False)
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6)
+MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
     "en": "I could not find anything about this in the knowledge base.",
@@ -75,6 +78,7 @@ class Candidate:
     text: str
     source_index: int  # 0-based index into the hits
     order: int  # sentence position within the chunk
+    answer_spans: list = field(default_factory=list)  # parts of the kind the question asks for
     lexical: float = 0.0
     semantic: float = 0.0
     score: float = 0.0
@@ -158,6 +162,15 @@ def _holds_new_number(question: str, text: str) -> bool:
     return any(number not in asked for number in _NUMBER.findall(text))
 
 
+def _mark_answer_spans(question: str, candidates: list[Candidate]) -> None:
+    """The parts of each sentence of the kind the question asks for (see answer_types)."""
+    kind = answer_type(question)
+    if kind is None:
+        return
+    for candidate in candidates:
+        candidate.answer_spans = typed_spans(candidate.text, kind, question)
+
+
 def _character_overlap(question: str, text: str) -> float:
     """Share of the question's content characters (CJK) found in the sentence."""
     wanted = {ch for ch in question if is_cjk_text(ch) and ch not in CJK_FUNCTION_CHARS}
@@ -183,8 +196,10 @@ def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable
             candidate.semantic = floor
 
 
-def _fit(text: str, budget: int, question_tokens: set[str]) -> str:
-    """Cut a sentence longer than the budget to the window with most question words."""
+def _fit(text: str, budget: int, question_tokens: set[str], answer_spans: list | None = None) -> str:
+    """Cut a sentence longer than the budget to the window with most question words; a
+    part of the kind the question asks for (a date, a name) counts as two of them, so the
+    window keeps the answer rather than only the words that repeat the question."""
     if len(text) <= budget:
         return text
     best_start, best_hits = 0, -1
@@ -192,6 +207,7 @@ def _fit(text: str, budget: int, question_tokens: set[str]) -> str:
     for start in range(0, len(text) - budget + step, step):
         window = text[start : start + budget]
         hits = sum(1 for token in question_tokens if token in window.lower())
+        hits += sum(2 for span in answer_spans or [] if start <= span.start and span.end <= start + budget)
         if hits > best_hits:
             best_start, best_hits = start, hits
     window = text[best_start : best_start + budget - 1].strip()
@@ -228,6 +244,7 @@ def extractive_answer(
     embed = embedder.embed_remembered if embedder is not None else None
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
+    _mark_answer_spans(question, candidates)
     document_rank = {}
     for index, hit in enumerate(hits):
         document_rank.setdefault(hit.doc_id, index)
@@ -238,7 +255,7 @@ def extractive_answer(
             (1 - weights.semantic) * candidate.lexical
             + weights.semantic * candidate.semantic
             + weights.characters * _character_overlap(question, candidate.text)
-            + weights.new_number * _holds_new_number(question, candidate.text)
+            + weights.new_number * bool(candidate.answer_spans)
             + weights.document_opening * opening
             + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
         )
@@ -266,13 +283,19 @@ def _select(
         if any(candidate is existing for existing, _ in chosen):
             continue
         if not chosen:
-            take(candidate, _fit(candidate.text, room, question_tokens))
+            runner_up = next((c for c in ranked if c is not candidate), None)
+            if weights.split_budget and runner_up is not None and \
+                    runner_up.score >= weights.keep_ratio * candidate.score:
+                room = min(room, int(budget * weights.split_budget))  # leave room for the runner-up
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
             if weights.add_next_sentence:
                 following = _next_sentence(candidates, candidate)
                 if following is not None and used + len(following.text) + 4 <= budget:
                     take(following, following.text)
         elif len(candidate.text) <= room:
             take(candidate, candidate.text)
+        elif weights.split_budget and room >= MIN_WINDOW:
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
     return chosen
 
 
