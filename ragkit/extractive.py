@@ -307,21 +307,25 @@ def _next_sentence(candidates: list[Candidate], candidate: Candidate) -> Candida
 
 
 def _compose(chosen: list[tuple[Candidate, str]], sources: list[Source], cjk: bool) -> ExtractiveAnswer:
-    """Quote the chosen sentences in reading order; one marker per run from the same source."""
-    chosen.sort(key=lambda pair: (pair[0].source_index, pair[0].order))
+    """Quote the chosen sentences, the run holding the best one first (then the others in
+    reading order); one marker per run of contiguous sentences from the same source."""
+    best = chosen[0][0] if chosen else None
+    chosen = sorted(chosen, key=lambda pair: (pair[0].source_index, pair[0].order))
     separator = "" if cjk else " "
-    runs: list[tuple[int, list[str]]] = []
+    runs: list[tuple[int, list[str], bool]] = []
     previous: Candidate | None = None
     for candidate, text in chosen:
         contiguous = (previous is not None and previous.source_index == candidate.source_index
                       and previous.order + 1 == candidate.order)
         if contiguous:
             runs[-1][1].append(text)
+            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] or candidate is best)
         else:
-            runs.append((candidate.source_index, [text]))
+            runs.append((candidate.source_index, [text], candidate is best))
         previous = candidate
+    runs.sort(key=lambda run: not run[2])  # stable: the answering run first, the rest in reading order
     parts = []
-    for index, texts in runs:
+    for index, texts, _ in runs:
         quote = separator.join(texts)
         parts.append(f"{quote}[{index + 1}]")
         source = sources[index]

@@ -268,7 +268,7 @@ def load_pdf(
             pages = []
             for page in reader.pages:
                 budget.charge_page(page)
-                pages.append(unwrap_soft_breaks(_normalize(page.extract_text() or "")))
+                pages.append(_pdf_page_text(page))
             title = _pdf_title(reader)
     except LoaderError:
         raise
@@ -277,6 +277,48 @@ def load_pdf(
     if not pages:
         raise LoaderError(f"{filename}: the PDF has no pages: re-export it from the source application")
     return pages, title
+
+
+HEADING_SIZE_RATIO = 1.15  # a line set this much larger than the page's body text is a heading
+
+
+def _pdf_page_text(page) -> str:
+    """A page's text with lines wrapped mid-sentence joined and lines set in a larger font
+    than the page's body text marked as Markdown headings (never joined to the next line)."""
+    sizes: dict[str, float] = {}
+    weight: dict[float, int] = {}
+
+    def visit(text, cm, tm, font, size):
+        scale = abs(tm[3] * cm[3]) or abs(tm[0] * cm[0]) or 1.0
+        effective = round(float(size) * scale, 1)
+        stripped = " ".join(text.split())
+        if stripped:
+            sizes[stripped] = max(sizes.get(stripped, 0.0), effective)
+            weight[effective] = weight.get(effective, 0) + len(stripped)
+
+    text = _normalize(page.extract_text(visitor_text=visit) or "")
+    if not weight:
+        return unwrap_soft_breaks(text)
+    body = max(weight, key=weight.get)
+    levels = sorted({size for size in sizes.values() if size >= HEADING_SIZE_RATIO * body}, reverse=True)
+    if not levels:
+        return unwrap_soft_breaks(text)
+    marked = []
+    for line in text.split("\n"):
+        size = sizes.get(" ".join(line.split()), 0.0)
+        if line.strip() and size in levels and len(line) <= 200:
+            marked.append("\x00" + "#" * min(levels.index(size) + 1, 6) + " " + line.strip())
+        else:
+            marked.append(line)
+    # headings stand alone: unwrapping joins only the lines between them
+    blocks = "\n".join(marked).split("\x00")
+    return "\n\n".join(unwrap_soft_breaks(block).strip("\n") if not block.startswith("#") else
+                         _heading_block(block) for block in blocks if block.strip())
+
+
+def _heading_block(block: str) -> str:
+    heading, _, rest = block.partition("\n")
+    return heading + ("\n\n" + unwrap_soft_breaks(rest).strip("\n") if rest.strip() else "")
 
 
 def _unlock_pdf(reader, filename: str) -> None:
@@ -564,7 +606,20 @@ def load_html(data: bytes, filename: str = "document.html") -> tuple[list[str], 
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()
     title = _clean_title(soup.title.get_text(strip=True)) if soup.title else None
+    if soup.title:
+        soup.title.decompose()  # the title is the document's label, not a line of its text
+    mark_html_headings(soup)
     return [soup.get_text("\n")], title
+
+
+def mark_html_headings(soup) -> None:
+    """Write each <h1>-<h6> as one Markdown heading line ("## Staff"): passages then know
+    their section, and a heading is never quoted as an answer or run into the next line."""
+    for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        text = " ".join(tag.get_text(" ").split())
+        tag.clear()
+        if text:
+            tag.append(f"\n{'#' * int(tag.name[1])} {text}\n")
 
 
 def load_csv(data: bytes, filename: str = "table.csv") -> list[str]:
