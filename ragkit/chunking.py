@@ -119,7 +119,6 @@ def section_paths(pages: list[str], chunks: list[Chunk]) -> list[str]:
     headings_by_page = [[(m.start(), len(m.group(1)), m.group(2).strip()) for m in _HEADING.finditer(page)]
                         for page in pages]
     paths = []
-    stack: list[tuple[int, str]] = []
     carried: list[tuple[int, str]] = []  # the path at the end of the previous page
     page_seen = 0
     for chunk in chunks:
@@ -131,7 +130,8 @@ def section_paths(pages: list[str], chunks: list[Chunk]) -> list[str]:
     return paths
 
 
-def _path_at(headings: list[tuple[int, int, str]], position: int, start: list[tuple[int, str]]) -> list[tuple[int, str]]:
+def _path_at(headings: list[tuple[int, int, str]], position: int,
+             start: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """The heading stack after the headings before ``position``, from ``start``."""
     stack = list(start)
     for offset, level, title in headings:

@@ -4,10 +4,11 @@ the question, each with its [n] citation. No language model is involved.
 A sentence's score mixes (1) how much of the question's IDF-weighted vocabulary it
 contains (jieba words for Chinese, each counted once, with partial credit for a long
 word found only in pieces; folded words for English), (2) the embedding similarity
-between question and sentence, (3) the rank of the document it comes from and (4) for
-Chinese "when / how many" questions, whether it holds a number the question does not.
-Sentences are added best first until the language's character budget is used; an
-over-long sentence is cut to the window around its matching words.
+between question and sentence, (3) the rank of the document it comes from and (4) whether
+it holds a thing of the kind the question asks for (a date, a number, a person, a place:
+``answer_types``) that the question does not name. Sentences are added best first until
+the language's character budget is used, the answering one quoted first; an over-long
+sentence is cut to the window around its matching words and that answer.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .answer_types import answer_type, typed_spans
 from .citations import Source, sources_from_hits
 from .config import Settings
-from .answer_types import answer_type, typed_spans
 from .passages import Hit
 from .text import (
     CHINESE_STOPWORDS,
@@ -43,7 +44,6 @@ CJK_QUESTION_WORDS = frozenset(
 CJK_NUMBER_QUESTION = re.compile(
     r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间"
 )
-_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -152,14 +152,6 @@ def _local_lexical_scores(question: str, candidates: list[Candidate]) -> None:
     mass = sum(weights.values()) or 1.0
     for candidate, text in zip(candidates, texts):
         candidate.lexical = sum(weight * _word_credit(word, text) for word, weight in weights.items()) / mass
-
-
-def _holds_new_number(question: str, text: str) -> bool:
-    """True for a "when / how many" question and a sentence with a number it does not have."""
-    if not CJK_NUMBER_QUESTION.search(question):
-        return False
-    asked = set(_NUMBER.findall(question))
-    return any(number not in asked for number in _NUMBER.findall(text))
 
 
 def _mark_answer_spans(question: str, candidates: list[Candidate]) -> None:

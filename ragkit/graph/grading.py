@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from ..answer_types import PERSON, PLACE, answer_type, typed_spans
+from ..answer_types import DATE, NUMBER, answer_type, typed_spans
 from ..config import Settings
 from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
@@ -145,16 +145,20 @@ _NUMBER_IN_TEXT = re.compile(
 
 
 SUBJECT_WORDS = 2  # the question's rarest words stand for its subject
+# Person and place names are found by capitals, which misses answers such as "the bishop": measured on
+# the shared English set, gating "who / where" questions on them turned answerable questions into "not
+# found" (answered 0.912 -> 0.832, balanced 0.824 -> 0.814), so only dates and numbers are gated.
+GATED_KINDS = (DATE, NUMBER)
 
 
 def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bool | None:
-    """Whether a passage says a thing of the kind the question asks for (a date, a number,
-    a person, a place: see answer_types) about the question's subject, not only names the
+    """Whether a passage says a thing of the kind the question asks for (a date or a number:
+    see answer_types and GATED_KINDS) about the question's subject, not only names the
     subject: in English the same sentence must hold one of the question's rarest words and
     such a thing; in Chinese (where the subject is often left out of the answering sentence)
     the same passage. None when the question asks for no kind this can check."""
     kind = answer_type(question)
-    if kind is None or (kind in (PERSON, PLACE) and is_cjk_text(question)):
+    if kind not in GATED_KINDS:
         return None
     if is_cjk_text(question):
         words = sorted(question_words(question), key=lambda word: -_word_idf(word, idf))[:SUBJECT_WORDS]
