@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
     fusion: Literal["zscore", "minmax"] = Field(
         default="zscore", description="how BM25 and dense scores are put on one scale before they are weighted")
+    reranker: str = Field(
+        default="none", description="none; sentences (offline: the query's similarity to each candidate's closest "
+        "sentence); or the directory of a local sentence-transformers CrossEncoder")
+    rerank_depth: int = Field(default=10, ge=2, le=200, description="how many of the best candidates are reranked")
     exact_first: bool = Field(
         default=True, description="passages holding every identifier (letters and digits) and quoted phrase of "
         "the query rank first")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .passages import Hit
+from .rerank import make_reranker
 from .text import is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class Retriever:
         self._embedder = embedder
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
+        self.reranker = make_reranker(settings.reranker, embedder)
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
                documents: list | None = None) -> list[Hit]:
@@ -149,6 +151,8 @@ class Retriever:
         exact = exact_terms(query) if self.settings.exact_first else ExactTerms()
         if exact.identifiers or exact.phrases:
             fused = self._exact_first(fused, exact, depth, allowed)
+        if self.reranker is not None:
+            fused = self._reranked(query, fused, exact)
         fused = fused[:k]
         passages = self.catalog.passages([pid for pid, _ in fused])
         labels = {doc.id: doc for doc in documents}
@@ -164,6 +168,23 @@ class Retriever:
             hits.append(Hit(passage, document.title, document.filename, document.doc_type, float(score),
                             dense_scores.get(pid), lexical_scores.get(pid), dense_rank.get(pid), lexical_rank.get(pid)))
         return hits
+
+    def _reranked(self, query: str, fused: list[tuple[str, float]], exact: "ExactTerms") -> list[tuple[str, float]]:
+        """The top ``rerank_depth`` candidates in the reranker's order (exact matches stay first)."""
+        depth = self.settings.rerank_depth
+        head, tail = fused[:depth], fused[depth:]
+        pinned = len(head) if exact.identifiers or exact.phrases else 0
+        if pinned:  # _exact_first put the exact matches in front; they keep their places
+            holding = self._exact_holding(head, exact)
+            pinned = sum(1 for pid, _ in head if pid in holding)
+        texts = {pid: passage.text for pid, passage in self.catalog.passages([pid for pid, _ in head[pinned:]]).items()}
+        return head[:pinned] + self.reranker.rerank(query, head[pinned:], texts) + tail if head[pinned:] else fused
+
+    def _exact_holding(self, items: list[tuple[str, float]], exact: "ExactTerms") -> set[str]:
+        texts = self.catalog.passages([pid for pid, _ in items])
+        return {pid for pid, passage in texts.items()
+                if all(token in search_tokens(passage.text) for token in exact.identifiers)
+                and all(phrase in _folded(passage.text) for phrase in exact.phrases)}
 
     def _exact_first(self, fused: list[tuple[str, float]], exact: "ExactTerms", depth: int,
                      allowed: set[str] | None) -> list[tuple[str, float]]:
