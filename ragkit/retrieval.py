@@ -77,6 +77,18 @@ def fuse_scores(
     return sorted(fused.items(), key=lambda pair: (-pair[1], order[pair[0]]))
 
 
+def as_relevance(fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The fused candidates' scores scaled to [0, 1] over the candidate list (order kept):
+    the relevance a hit shows, and what the answer policy's "share of the best" compares
+    (standard scores have no fixed scale and can be negative)."""
+    if not fused:
+        return fused
+    high, low = max(score for _, score in fused), min(score for _, score in fused)
+    if high - low < 1e-9:
+        return [(pid, 1.0) for pid, _ in fused]
+    return [(pid, (score - low) / (high - low)) for pid, score in fused]
+
+
 def _minmax_fusion(dense, lexical, dense_weight: float) -> dict[str, float]:
     lexical_weight = 1.0 - dense_weight
     fused: dict[str, float] = {}
@@ -153,7 +165,7 @@ class Retriever:
             fused = self._exact_first(fused, exact, depth, allowed)
         if self.reranker is not None:
             fused = self._reranked(query, fused, exact)
-        fused = fused[:k]
+        fused = as_relevance(fused)[:k]
         passages = self.catalog.passages([pid for pid, _ in fused])
         labels = {doc.id: doc for doc in documents}
         dense_scores, lexical_scores = dict(dense), dict(lexical)
@@ -177,8 +189,12 @@ class Retriever:
         if pinned:  # _exact_first put the exact matches in front; they keep their places
             holding = self._exact_holding(head, exact)
             pinned = sum(1 for pid, _ in head if pid in holding)
-        texts = {pid: passage.text for pid, passage in self.catalog.passages([pid for pid, _ in head[pinned:]]).items()}
-        return head[:pinned] + self.reranker.rerank(query, head[pinned:], texts) + tail if head[pinned:] else fused
+        rest = head[pinned:]
+        if not rest:
+            return fused
+        texts = {pid: passage.text for pid, passage in self.catalog.passages([pid for pid, _ in rest]).items()}
+        fused_score = dict(rest)  # the reranker orders; the scores stay the fusion's (one scale for all)
+        return head[:pinned] + [(pid, fused_score[pid]) for pid, _ in self.reranker.rerank(query, rest, texts)] + tail
 
     def _exact_holding(self, items: list[tuple[str, float]], exact: "ExactTerms") -> set[str]:
         texts = self.catalog.passages([pid for pid, _ in items])
