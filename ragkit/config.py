@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
     fusion: Literal["zscore", "minmax"] = Field(
         default="zscore", description="how BM25 and dense scores are put on one scale before they are weighted")
+    multi_query: bool = Field(
+        default=False, description="also search offline variants of the question (its rarer words, its names) "
+        "and fuse the rankings by reciprocal rank")
     reranker: str = Field(
         default="none", description="none; sentences (offline: the query's similarity to each candidate's closest "
         "sentence); or the directory of a local sentence-transformers CrossEncoder")

@@ -77,6 +77,47 @@ def fuse_scores(
     return sorted(fused.items(), key=lambda pair: (-pair[1], order[pair[0]]))
 
 
+RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al. 2009)
+
+
+def reciprocal_rank_fusion(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """Several rankings as one: each item scores the sum of 1 / (RRF_K + rank) over them."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, (item, _) in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def query_variants(query: str, idf) -> list[str]:
+    """Offline, deterministic rewrites of a question for multi-query search (RAG-Fusion):
+    the question as asked, its rarer half of words (what discriminates), and its names
+    (capitalised phrases, identifiers, quoted phrases; for Chinese its two rarest words)."""
+    variants = [query]
+    if is_cjk_text(query):
+        from .extractive import question_words
+
+        words = question_words(query)
+        weights = {word: max(idf(search_tokens(word)).values() or [0.0]) for word in words}
+        ranked = sorted(words, key=lambda word: -weights[word])
+        variants += ["".join(w for w in words if w in ranked[: max(1, len(ranked) // 2)]), " ".join(ranked[:2])]
+    else:
+        words = [w for w in re.findall(r"[\w'’.-]+", query) if search_tokens(w)]
+        weights = {w: max(idf(search_tokens(w)).values() or [0.0]) for w in words}
+        ranked = sorted(words, key=lambda w: -weights[w])
+        keep = set(ranked[: max(1, (len(ranked) + 1) // 2)])
+        variants.append(" ".join(w for w in words if w in keep))
+        exact = exact_terms(query)
+        names = re.findall(r"\b[A-Z][\w'’-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'’-]*)*", query)
+        names = [n for n in names if n.split()[0].lower() not in ENGLISH_QUESTION_WORDS]
+        variants.append(" ".join(dict.fromkeys([*names, *exact.identifiers, *exact.phrases])))
+    return [v for v in dict.fromkeys(v.strip() for v in variants) if v and any(ch.isalnum() for ch in v)]
+
+
+ENGLISH_QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were do does did the a an "
+                                   "in on of for to".split())
+
+
 def as_relevance(fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The fused candidates' scores scaled to [0, 1] over the candidate list (order kept):
     the relevance a hit shows, and what the answer policy's "share of the best" compares
@@ -155,11 +196,11 @@ class Retriever:
         if allowed is not None and not allowed:
             return []
         depth = max(self.settings.candidate_k, k)
-        lexical = self.lexical.search(search_tokens(query), depth, allowed)
-        dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
-                 if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
-        weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
-        fused = fuse_scores(dense, lexical, weight, self.settings.fusion)
+        fused, dense, lexical = self._fused(query, depth, allowed)
+        if self.settings.multi_query:
+            variants = [fused] + [self._fused(variant, depth, allowed)[0]
+                                  for variant in query_variants(query, self.lexical.idf) if variant != query]
+            fused = reciprocal_rank_fusion(variants) if len(variants) > 1 else fused
         exact = exact_terms(query) if self.settings.exact_first else ExactTerms()
         if exact.identifiers or exact.phrases:
             fused = self._exact_first(fused, exact, depth, allowed)
@@ -180,6 +221,14 @@ class Retriever:
             hits.append(Hit(passage, document.title, document.filename, document.doc_type, float(score),
                             dense_scores.get(pid), lexical_scores.get(pid), dense_rank.get(pid), lexical_rank.get(pid)))
         return hits
+
+    def _fused(self, query: str, depth: int, allowed: set[str] | None):
+        """The fused candidates of one query, with its dense and lexical lists."""
+        lexical = self.lexical.search(search_tokens(query), depth, allowed)
+        dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
+                 if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
+        weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
+        return fuse_scores(dense, lexical, weight, self.settings.fusion), dense, lexical
 
     def _reranked(self, query: str, fused: list[tuple[str, float]], exact: "ExactTerms") -> list[tuple[str, float]]:
         """The top ``rerank_depth`` candidates in the reranker's order (exact matches stay first)."""
@@ -247,6 +296,8 @@ class Retriever:
 
 
 QUERY_VECTOR_CACHE = 32
+# Numbers with a word attached are words, not codes: 1950s, 18th, 14-story, 19th-century.
+_NOT_IDENTIFIER = re.compile(r"^\d+(?:s|st|nd|rd|th)?(?:-[a-z]{3,})*$")
 _QUOTED = re.compile(r'"([^"]{2,200})"|“([^”]{2,200})”|「([^」]{2,200})」|『([^』]{2,200})』')
 
 
@@ -265,7 +316,7 @@ def exact_terms(query: str) -> ExactTerms:
     identifiers = []
     for run in word_runs(query):
         if len(run) >= 3 and any(ch.isdigit() for ch in run) and any(ch.isalpha() for ch in run) \
-                and not is_cjk_text(run):
+                and not is_cjk_text(run) and not _NOT_IDENTIFIER.match(run):
             identifiers.extend(token for token in search_tokens(run) if token not in identifiers)
     phrases = []
     for match in _QUOTED.finditer(query):
