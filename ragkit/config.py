@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
     fusion: Literal["zscore", "minmax"] = Field(
         default="zscore", description="how BM25 and dense scores are put on one scale before they are weighted")
+    parent_passages: int = Field(
+        default=0, ge=0, le=5, description="answers read each found passage with this many neighbours on each side "
+        "(its parent); citations still quote the sentences used")
     multi_query: bool = Field(
         default=False, description="also search offline variants of the question (its rarer words, its names) "
         "and fuse the rankings by reciprocal rank")

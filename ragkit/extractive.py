@@ -98,7 +98,7 @@ def _candidates(hits: list[Hit]) -> list[Candidate]:
     """The sentences of the hits, each once: overlapping chunks repeat their border sentences."""
     found, seen = [], set()
     for index, hit in enumerate(hits):
-        for order, span in enumerate(split_sentences(hit.text)):
+        for order, span in enumerate(split_sentences(hit.context.text)):
             if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
                 continue
             text = span.text.strip()
@@ -242,7 +242,7 @@ def extractive_answer(
         document_rank.setdefault(hit.doc_id, index)
     for candidate in candidates:
         hit = hits[candidate.source_index]
-        opening = hit.position == 0 and candidate.order == 0
+        opening = hit.context.position == 0 and candidate.order == 0
         candidate.score = (
             (1 - weights.semantic) * candidate.lexical
             + weights.semantic * candidate.semantic

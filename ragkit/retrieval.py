@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .passages import Hit
+from .passages import Hit, Passage, joined
 from .rerank import make_reranker
 from .text import is_cjk_text, search_tokens, word_runs
 
@@ -220,7 +220,21 @@ class Retriever:
                 continue
             hits.append(Hit(passage, document.title, document.filename, document.doc_type, float(score),
                             dense_scores.get(pid), lexical_scores.get(pid), dense_rank.get(pid), lexical_rank.get(pid)))
+        if self.settings.parent_passages:
+            self._add_parents(hits)
         return hits
+
+    def _add_parents(self, hits: list[Hit]) -> None:
+        """Give each hit its parent: the passage with ``parent_passages`` neighbours on each
+        side, read from the catalog by document and position (no second index to keep)."""
+        reach = self.settings.parent_passages
+        by_document: dict[str, list[Passage]] = {}
+        for hit in hits:
+            if hit.doc_id not in by_document:
+                by_document[hit.doc_id] = self.catalog.passages_of(hit.doc_id)
+            around = [p for p in by_document[hit.doc_id] if abs(p.position - hit.position) <= reach]
+            if len(around) > 1:
+                hit.parent = joined(around)
 
     def _fused(self, query: str, depth: int, allowed: set[str] | None):
         """The fused candidates of one query, with its dense and lexical lists."""

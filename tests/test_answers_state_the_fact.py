@@ -84,3 +84,29 @@ def test_passages_carry_their_section_for_search(kb):
     kb.ingest(TEA_HTML.encode(), filename="tea.html")
     hits = kb.search("参观须知 开放", k=1)
     assert hits and "八点开放" in hits[0].text
+
+
+def test_parent_passages_hand_the_answer_its_neighbours_and_show_them_as_the_source(settings, embedder):
+    from ragkit.citations import sources_from_hits
+    from ragkit.extractive import extractive_answer
+    from ragkit.kb import KnowledgeBase
+    from ragkit.passages import Passage, joined
+
+    text = "A one. B two. C three. D four."
+    parts = [Passage(text[0:13], 1, 0, 0, 13, 3), Passage(text[7:22], 1, 1, 7, 22, 3),
+             Passage(text[14:], 1, 2, 14, 30, 3)]
+    assert joined(list(reversed(parts))).text == text  # overlaps kept once, reading order
+
+    wide = settings.model_copy(update={"parent_passages": 1, "chunk_tokens": 40, "chunk_overlap_tokens": 0})
+    kb = KnowledgeBase(wide, embedder=embedder)
+    story = ("The Halcyon Station ridge carries eleven weather instruments. " * 3 + "\n\n" +
+             "Its keeper rows across the sound every Sunday to fetch the mail. " * 3 + "\n\n" +
+             "The mail boat was named Storm Petrel by the first crew. " * 3)
+    kb.ingest(story.encode(), filename="halcyon.txt")
+    hit = kb.search("weather instruments on the ridge", k=1)[0]
+    assert hit.parent is not None and "rows across the sound" in hit.context.text and hit.text in hit.context.text
+    source = sources_from_hits([hit])[0]
+    assert source.text == hit.context.text and source.quote == hit.text
+    answer = extractive_answer("Who rows across the sound?", [hit], wide, embedder, kb.idf("rows across the sound"))
+    assert "rows across the sound" in answer.text and "[1]" in answer.text
+    kb.close()
