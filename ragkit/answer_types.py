@@ -51,7 +51,9 @@ _SPAN_PATTERNS = {
     DATE: re.compile(
         rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})s?\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
         rf"(?:{_MONTHS})\b|\b(?:{_MONTHS})\b|\d+\s*[年月日]|[{_CJK_NUMERAL}]{{2,}}年|[{_CJK_NUMERAL}]+[月日]|"
-        r"\b\d{1,2}(?:st|nd|rd|th)\s+century\b", re.IGNORECASE),
+        r"\b\d{1,2}(?:st|nd|rd|th)\s+century\b|\b\d{1,2}[:.]\d{2}\b|\b(?:monday|tuesday|wednesday|thursday|"
+        r"friday|saturday|sunday|spring|summer|autumn|winter|noon|midnight|dawn|dusk)s?\b|"
+        r"星期[一二三四五六日天]|周[一二三四五六日]", re.IGNORECASE),
     NUMBER: re.compile(
         rf"[$€£¥]?\d[\d,.]*(?:\s*(?:%|percent|million|billion|thousand|hundred))?|\b(?:{_NUMBER_WORDS})\b|"
         rf"[{_CJK_NUMERAL}]{{2,}}|[{_CJK_NUMERAL}]\s*(?:[个位名次岁米年月日人座家种项条])", re.IGNORECASE),
@@ -83,14 +85,15 @@ class TypedSpan:
 def typed_spans(text: str, kind: str | None, question: str) -> list[TypedSpan]:
     """Spans of ``text`` of the kind asked (see answer_type) that say something the
     question does not: their words are not all among the question's. A date also counts
-    as a number (a year answers "how many years ago" questions rarely, a count never answers
-    "when", so only that direction)."""
+    as a number and a number as a date (a clock time, a count of days)."""
     if kind is None:
         return []
     if (kind in (PERSON, PLACE)) and is_cjk_text(question):
         return []
     asked = set(search_tokens(question, stem=False)) | set(re.findall(r"\d+", question))
-    kinds = (DATE, NUMBER) if kind == NUMBER else (kind,)
+    # "When" is answered by a time of day or a weekday as well as a date, and a clock time or a
+    # count is a number: dates and numbers answer each other's questions.
+    kinds = (DATE, NUMBER) if kind in (DATE, NUMBER) else (kind,)
     found: list[TypedSpan] = []
     for each in kinds:
         for match in _SPAN_PATTERNS[each].finditer(text):
