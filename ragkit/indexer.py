@@ -28,12 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import Catalog, DocumentRecord
-from .chunking import chunk_pages
+from .chunking import chunk_pages, contextual_text, section_paths
 from .config import Settings
 from .embeddings import Embedder
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .passages import Passage
+from .tags import checked_tags, normalize_tags
 from .text import search_tokens
 from .vectors import VectorStore, VectorStoreUnavailable
 from .writelock import WriteLock
@@ -93,7 +94,7 @@ class IngestItem:
     def of(cls, source: str | Path | bytes, filename: str | None = None, tags: list[str] | None = None,
            progress: Progress | None = None, identity: str | None = None) -> "IngestItem":
         """An item from a path or bytes (+ filename); a path's identity is its full path."""
-        tags = normalize_tags(tags or [])
+        tags = checked_tags(tags or [])
         progress = progress or _no_progress
         if isinstance(source, bytes):
             name = Path(filename or "upload").name
@@ -114,6 +115,7 @@ class _Prepared:
     started: float
     duplicate: DocumentRecord | None = None
     vectors: np.ndarray | None = None
+    contexts: list[str] | None = None  # what is embedded: each passage under its section path
 
 
 class Indexer:
@@ -170,12 +172,15 @@ class Indexer:
             if duplicate is not None and self._intact(duplicate):
                 return self._unchanged(item, loaded, duplicate, started)
             item.progress("chunking", 0.08)
-            passages = [Passage(c.text, c.page, c.position, c.start, c.end, c.tokens) for c in
-                        chunk_pages(loaded.pages, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens)]
+            chunks = chunk_pages(loaded.pages, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens)
+            passages = [Passage(c.text, c.page, c.position, c.start, c.end, c.tokens) for c in chunks]
             if not passages:
                 raise LoaderError(f"{item.filename}: no text to index")
-            terms = [search_tokens(p.text) for p in passages]
-            return _Prepared(item, loaded, passages, terms, started)
+            # embedded and indexed with their section path above them (headings of the file)
+            contexts = [contextual_text(p.text, section) for p, section in
+                        zip(passages, section_paths(loaded.pages, chunks))]
+            terms = [search_tokens(text) for text in contexts]
+            return _Prepared(item, loaded, passages, terms, started, contexts=contexts)
         except LoaderError as exc:
             return _finished(item, IngestResult(item.filename, "refused", str(exc)), started)
         except Exception as exc:
@@ -229,7 +234,7 @@ class Indexer:
             results[index] = _finished(prepared.item, result, prepared.started)
 
     def _embed(self, group: list[tuple[int, _Prepared]]) -> None:
-        texts = [p.text for _, prepared in group for p in prepared.passages]
+        texts = [text for _, prepared in group for text in (prepared.contexts or [p.text for p in prepared.passages])]
         bounds, offset = [], 0
         for _, prepared in group:
             bounds.append((offset, offset + len(prepared.passages)))
@@ -313,7 +318,7 @@ class Indexer:
                 if plans:
                     self._write(plans)
                     for prepared, record, previous in plans:
-                        outcomes[id(prepared)] = _saved(prepared.item, record, previous)
+                        outcomes[id(prepared)] = _saved(prepared.item, record, previous, prepared.loaded.notes)
         except Exception as exc:
             log.exception("saving failed")
             cause = self.failure_cause(exc, sum(len(p.passages) for p in group))
@@ -487,24 +492,15 @@ def _finished(item: IngestItem, result: IngestResult, started: float) -> IngestR
     return result
 
 
-def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None) -> IngestResult:
+def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None,
+           notes: list[str] = ()) -> IngestResult:
     passages = plural(record.chunks, "passage")
+    noted = "".join(f"; {note}" for note in notes)  # how the file was read, when it matters (see loaders)
     if previous is not None:
         return IngestResult(item.filename, "new_version",
-                            f"{item.filename}: replaced by version {record.version} ({passages})", record)
+                            f"{item.filename}: replaced by version {record.version} ({passages}){noted}", record)
     return IngestResult(item.filename, "added",
-                        f"{item.filename}: added ({plural(record.pages, 'page')}, {passages})", record)
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    """Trimmed, de-duplicated tags in first-seen order (commas split)."""
-    seen: list[str] = []
-    for raw in tags:
-        for tag in str(raw).split(","):
-            tag = tag.strip()
-            if tag and tag not in seen:
-                seen.append(tag)
-    return seen
+                        f"{item.filename}: added ({plural(record.pages, 'page')}, {passages}){noted}", record)
 
 
 def plural(number: int, noun: str) -> str:

@@ -26,6 +26,7 @@ from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags
 from .lexical import LexicalEntry, LexicalIndex
 from .passages import Hit, Passage
 from .retrieval import Retriever, SearchFilters
+from .tags import checked_tags
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
 from .writelock import WriteLock
@@ -231,11 +232,11 @@ class KnowledgeBase:
 
     def update_metadata(self, doc_id: str, *, title: str | None = None,
                         tags: list[str] | None = None) -> DocumentRecord:
-        """Change a document's title and/or tags; KeyError when it does not exist. The
-        change is also recorded with the document's vectors, so ``repair`` of a lost
-        catalog brings it back."""
+        """Change a document's title and/or tags; KeyError when it does not exist, InputError
+        for more tags than a document can have (see ``ragkit.tags``). The change is also
+        recorded with the document's vectors, so ``repair`` of a lost catalog brings it back."""
         self._writable("change the document")
-        record = self.catalog.update_metadata(doc_id, title, normalize_tags(tags) if tags is not None else None)
+        record = self.catalog.update_metadata(doc_id, title, checked_tags(tags) if tags is not None else None)
         try:
             self.indexer.record_edit(record)
         except Exception as exc:  # noqa: BLE001 - the catalog has the edit; only its backup copy failed

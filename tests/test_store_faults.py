@@ -119,6 +119,27 @@ def test_a_full_disk_refuses_the_files_that_do_not_fit_and_keeps_everything_befo
         kb.close()
 
 
+def test_a_full_disk_when_saving_a_turn_names_the_file_and_keeps_the_conversation(tmp_path):
+    from ragkit.errors import StorageFull
+    from ragkit.history import HistoryManager, Turn
+
+    with mounted_tmpfs(tmp_path / "disk", 2) as real_disk:
+        if not real_disk:
+            pytest.skip("mounting a tmpfs needs root; the ingest test above injects the same failure")
+        location = tmp_path / "disk" / "sessions.sqlite3"
+        history = HistoryManager(location)
+        history.add_turn("s1", Turn("first?", "first?", "kept answer", "extractive"))
+        filler = fill_disk(tmp_path / "disk", 0)
+        with pytest.raises(StorageFull) as refused:
+            history.add_turn("s1", Turn("second?", "second?", "a long answer " * 50_000, "extractive"))
+        assert str(location) in str(refused.value) and "disk is full" in str(refused.value)
+        assert [t.answer for t in history.turns("s1")] == ["kept answer"]  # nothing half-saved
+        filler.unlink()
+        history.add_turn("s1", Turn("third?", "third?", "after space was freed", "extractive"))
+        assert [t.answer for t in history.turns("s1")] == ["kept answer", "after space was freed"]
+        history.close()
+
+
 def _ingest_with_a_full_disk_injected(data_dir: Path, files: list[Path], monkeypatch) -> list[list[str]]:
     import chromadb.errors
 
