@@ -353,6 +353,7 @@ def temporary_copies() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob("ragkit-readonly-chroma-*"))
 
 
+@pytest.mark.slow  # ten runs of the command line, each loading the model
 def test_a_read_only_data_dir_serves_reads_and_names_the_folder_for_changes(copy_of, tmp_path):
     copies_before = temporary_copies()
     with read_only(copy_of(), tmp_path) as (data_dir, cause):
