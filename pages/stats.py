@@ -4,7 +4,7 @@ import altair as alt
 import streamlit as st
 
 from pages._access import require_access
-from pages._widgets import get_service
+from pages._widgets import get_service, render_feedback_summary
 from ragkit.stats import (
     conversation_labels,
     documents_by,
@@ -113,3 +113,5 @@ with right:
         x=alt.X("top_score:Q", bin=alt.Bin(extent=[0, 1], step=0.05), title="relevance",
                 scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS)))
+
+render_feedback_summary(history)  # readers' thumbs up / down and comments (the chat page's feedback)

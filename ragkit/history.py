@@ -56,8 +56,10 @@ def _traces_and_model_choice(conn: Connection) -> None:
 
 
 def _feedback_and_replaced_turns(conn: Connection) -> None:
-    """Version 3: a reader's thumbs up or down (and comment) on each answer, and turns
-    replaced by a regenerated answer or an edited question (kept for the export)."""
+    """Version 3: a reader's thumbs up or down (and comment) on each answer, turns replaced
+    by a regenerated answer or an edited question (kept for the export), and the ids of
+    deleted conversations (an old link to one opens a new conversation, not its id reused)."""
+    conn.execute(text("CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)"))
     conn.execute(text("ALTER TABLE turns ADD COLUMN feedback INTEGER"))
     conn.execute(text("ALTER TABLE turns ADD COLUMN feedback_comment TEXT NOT NULL DEFAULT ''"))
     conn.execute(text("ALTER TABLE turns ADD COLUMN feedback_at REAL"))
@@ -110,6 +112,13 @@ class Turn:
     def live(self) -> bool:
         """True unless a regenerated answer or an edited question replaced this turn."""
         return self.replaced_by is None
+
+    def as_text(self) -> str:
+        """The answer as plain text with the sources it cites listed under it ("[1] Title,
+        file.pdf, p. 3"): what the app's Copy button puts on the clipboard."""
+        cited = [source for source in self.sources if source.cited]
+        listed = [f"[{source.n}] {source.title}, {source.filename}, p. {source.page}" for source in cited]
+        return "\n\n".join([self.answer.strip()] + (["\n".join(listed)] if listed else []))
 
     def to_dict(self) -> dict:
         """Plain dict (sources and trace as dicts) for JSON export."""
@@ -234,11 +243,21 @@ class HistoryManager:
         return self.session(session_id)
 
     def delete(self, session_id: str) -> None:
-        """Delete a session and its turns; SessionError when it does not exist."""
+        """Delete a session and its turns; SessionError when it does not exist. The id is
+        remembered as deleted (see :meth:`was_deleted`) until a turn is added under it again."""
         self.session(session_id)
         with write(self._engine) as conn:
             conn.execute(text("DELETE FROM turns WHERE session_id = :id"), {"id": session_id})
             conn.execute(text("DELETE FROM sessions WHERE id = :id"), {"id": session_id})
+            conn.execute(text("INSERT INTO deleted_sessions(id, deleted_at) VALUES (:id, :t) "
+                              "ON CONFLICT(id) DO UPDATE SET deleted_at = :t"), {"id": session_id, "t": time.time()})
+
+    def was_deleted(self, session_id: str) -> bool:
+        """True when this conversation was deleted and nothing was asked under its id since:
+        the app then opens a new conversation for a link (or a tab) that still names it."""
+        rows = self._query("SELECT 1 FROM deleted_sessions d WHERE d.id = :id AND NOT EXISTS "
+                           "(SELECT 1 FROM sessions s WHERE s.id = d.id)", {"id": validate_session_id(session_id)})
+        return bool(rows)
 
     def session_model(self, session_id: str) -> str | None:
         """The model chosen for this conversation (None: the default)."""
@@ -404,6 +423,7 @@ class HistoryManager:
                      "WHERE id = :id"),
                 {"t": turn.created_at, "title": auto_title(turn.question), "id": session_id},
             )
+            conn.execute(text("DELETE FROM deleted_sessions WHERE id = :id"), {"id": session_id})
         turn.id = result.lastrowid
         return turn
 

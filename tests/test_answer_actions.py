@@ -98,7 +98,7 @@ def test_a_regenerated_answers_rating_still_counts(engine):
 def test_search_finds_conversations_by_title_question_and_answer_in_any_case_and_script(tmp_path):
     history = HistoryManager(tmp_path / "sessions.sqlite3")
     try:
-        history.add_turn("tea", Turn("青松茶园在哪里？", "青松茶园在哪里？", "青松茶园位于福建省武夷山。", "extractive"))
+        history.add_turn("tea", Turn("青松茶园在哪里？", "", "青松茶园位于福建省武夷山。", "extractive"))
         history.add_turn("aurora", Turn("Who founded Aurora Analytics?", "", "Marta Silva founded it in 2011.",
                                         "extractive"))
         history.add_turn("aurora", Turn("Where is the ÜBER office?", "", "In Osaka.", "extractive"))
