@@ -177,3 +177,83 @@ def test_an_unknown_model_is_refused_with_the_known_ones(engine):
         engine.ask("m", "Who founded Aurora Analytics?", model="no-such-model")
     assert not engine.history.exists("m"), "nothing was answered"
     assert engine.ask("m", "Who founded Aurora Analytics?", model="extractive").mode == "extractive"
+
+
+def test_a_deleted_conversations_id_is_remembered_until_something_is_asked_under_it(tmp_path):
+    history = HistoryManager(tmp_path / "sessions.sqlite3")
+    try:
+        history.add_turn("gone", Turn("Who founded Aurora?", "", "Marta Silva.", "extractive"))
+        assert not history.was_deleted("gone")
+        history.delete("gone")
+        assert history.was_deleted("gone") and not history.exists("gone")
+        assert not history.was_deleted("never-there")
+        with pytest.raises(SessionError):  # deleting twice is an error; the mark stays
+            history.delete("gone")
+        assert history.was_deleted("gone")
+        history.add_turn("gone", Turn("Asked on purpose, e.g. from the CLI", "", "ok", "extractive"))
+        assert not history.was_deleted("gone")
+    finally:
+        history.close()
+    reopened = HistoryManager(tmp_path / "sessions.sqlite3")
+    try:
+        reopened.delete("gone")
+    finally:
+        reopened.close()
+    again = HistoryManager(tmp_path / "sessions.sqlite3")
+    try:
+        assert again.was_deleted("gone"), "the mark survives a restart"
+    finally:
+        again.close()
+
+
+def test_copying_an_answer_gives_its_text_and_the_sources_it_cites():
+    cited = Source(n=1, chunk_id="c1", doc_id="d", title="Q3 report", filename="report_en.pdf", page=3,
+                   text="t", quote="q", start=0, end=1, score=1.0, cited=True)
+    other = Source(n=2, chunk_id="c2", doc_id="d", title="Q3 report", filename="report_en.pdf", page=4,
+                   text="t", quote="q", start=0, end=1, score=0.5, cited=False)
+    turn = Turn("Where?", "", "  In Osaka [1].\n", "extractive", sources=[cited, other])
+    assert turn.as_text() == "In Osaka [1].\n\n[1] Q3 report, report_en.pdf, p. 3"
+    assert Turn("Where?", "", "Not in your documents.", "not_found").as_text() == "Not in your documents."
+
+
+def test_a_passages_match_is_said_in_words_with_the_numbers_kept_for_a_tooltip():
+    from ragkit.citations import match_strength
+    from ragkit.config import Settings
+
+    settings = Settings(_env_file=None)
+
+    def source(text, score=1.0):
+        return Source(n=1, chunk_id="c", doc_id="d", title="T", filename="f.pdf", page=1, text=text, quote=text,
+                      start=0, end=len(text), score=score, cited=True, dense_score=0.62, lexical_score=4.11)
+
+    question = "When does the Orbital Kitchen serve breakfast?"
+    strong = match_strength(question, source("The Orbital Kitchen serves breakfast from 06:00 to 09:30."), settings)
+    partial = match_strength(question, source("The Orbital Kitchen opens at noon."), settings)
+    weak = match_strength(question, source("Docking bays are on deck four."), settings)
+    assert (strong.label, partial.label, weak.label) == ("strong match", "partial match", "weak match")
+    assert strong.found > partial.found > weak.found == 0 and strong.wanted == partial.wanted > 0
+    assert strong.detail == f"holds {strong.found} of the question's {strong.wanted} key words"
+    assert "semantic similarity 0.62" in strong.scores and "keyword score (BM25) 4.11" in strong.scores
+    assert match_strength("青松茶园在哪里？", source("青松茶园位于福建省武夷山。"), settings).label == "strong match"
+
+
+def test_a_search_in_one_chosen_document_is_told_in_the_singular(engine):
+    from ragkit.retrieval import SearchFilters
+
+    doc_id = engine.kb.documents()[0].id
+    turn = engine.ask("one", "Who founded Aurora Analytics?", SearchFilters(doc_ids=[doc_id]))
+    searched = next(step.detail for step in turn.trace if step.step == "Searched")
+    assert "in 1 chosen document," in searched
+
+
+def test_the_stats_name_each_kind_of_answer_in_words(tmp_path):
+    from ragkit.stats import turns_frame
+
+    history = HistoryManager(tmp_path / "sessions.sqlite3")
+    try:
+        for mode in ("extractive", "llm", "not_found"):
+            history.add_turn(mode, Turn("Q?", "", "A.", mode))
+        frame = turns_frame(history)
+    finally:
+        history.close()
+    assert sorted(frame["answered"]) == ["not in the documents", "quoted from the documents", "written by a model"]
