@@ -232,7 +232,8 @@ if not documents and not indexing:
     )
     st.button("Load the sample documents", icon=":material/auto_stories:", type="primary",
               on_click=queue_samples, args=(service,))
-    st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
+    st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:",
+                 query_params={"session": session_id})
 
 turns = history.turns(session_id)
 redo = st.session_state.pop(REDO, None)

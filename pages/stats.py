@@ -89,7 +89,7 @@ with right:
     chart(alt.Chart(latency).mark_bar().encode(
         x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"),
         y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS),
-        color=alt.Color("mode:N", legend=alt.Legend(orient="bottom"))))
+        color=alt.Color("answered:N", title="answer", legend=alt.Legend(orient="bottom"))))
 
 left, right = st.columns(2)
 with left:

@@ -160,6 +160,7 @@ def test_conversation_search_lists_the_matches_and_opens_one(app_url, page):
     wanted = session_in_url(page)
     page.get_by_role("button", name="New conversation").click()
     page.wait_for_function(f"new URL(location.href).searchParams.get('session') !== '{wanted}'")
+    expect(page.get_by_test_id("stMainBlockContainer").get_by_test_id("stChatMessage")).to_have_count(0)
     ask_and_wait(page, "When is breakfast served?")
 
     search = page.get_by_placeholder("Search conversations")
