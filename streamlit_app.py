@@ -25,8 +25,8 @@ PAGE_PATHS = ("documents", "stats")  # the pages besides Chat, by their address
 
 # Until the visitor is let in, the login page is the app's only page: no other page is
 # registered, so neither the sidebar nor a page URL can show any data. It answers at every
-# page's address, so a link to /documents opens the login (not "Page not found") and, once
-# logged in, the page it named.
+# page's address, so a link to /documents opens the login (not "Page not found"); once
+# logged in, Chat opens.
 if (gate := access_gate()) is not None:
     login = [st.Page(gate, title="Log in", icon=":material/lock:", default=True)]
     login += [st.Page(gate, title="Log in", icon=":material/lock:", url_path=path) for path in PAGE_PATHS]

@@ -19,7 +19,6 @@ from pages._widgets import (
     render_turn,
     track_jobs,
 )
-from ragkit.chat import check_question
 from ragkit.errors import QuestionError, RagkitError
 from ragkit.history import SessionError, SessionInfo, Turn, new_session_id, validate_session_id
 from ragkit.kb import plural
@@ -114,15 +113,18 @@ def cancel_editing() -> None:
 
 
 def send_edit(session_id: str, turn: Turn) -> None:
-    """Send the edited question (the engine's check first: a refused one stays in the editor)."""
+    """Send the edited question (the engine checks it: see reopen_editor)."""
     typed = st.session_state.get(f"edit-text-{turn.id}", "")
-    try:
-        question = check_question(typed)
-    except QuestionError as exc:
-        st.session_state[EDIT_ERROR] = str(exc)
-        return
     cancel_editing()
-    st.session_state[REDO] = ("edit", session_id, turn.id, question)
+    st.session_state[REDO] = ("edit", session_id, turn.id, typed)
+
+
+def reopen_editor(session_id: str, turn_id: int, typed: str, reason: str) -> None:
+    """An edited question the engine refused goes back into its editor, with the reason
+    (nothing was replaced)."""
+    st.session_state[EDITING] = (session_id, turn_id)
+    st.session_state[f"edit-text-{turn_id}"] = typed
+    st.session_state[EDIT_ERROR] = reason
 
 
 def save_rating(session_id: str, turn: Turn) -> None:
@@ -318,12 +320,13 @@ def show_event(event: dict, areas: dict) -> None:
                                 "answering from the documents instead.", icon=":material/warning:")
 
 
-def answer(question: str, how: str = "ask") -> None:
+def answer(question: str, how: str = "ask", turn_id: int | None = None) -> None:
     """Stream the engine's answer to ``question``, then show the conversation as recorded.
 
     ``how``: "ask" a new question, "regenerate" the last answer, or "edit" (the last question,
-    replaced by ``question``). The engine checks the question; a QuestionError is shown as a
-    hint, in place of the question."""
+    replaced by ``question``; ``turn_id`` is the last turn's). The engine checks the question;
+    a QuestionError is shown as a hint, in place of the question (an edited one goes back into
+    its editor)."""
     asked = st.empty()
     with asked.container():
         with st.chat_message("user"):
@@ -339,6 +342,9 @@ def answer(question: str, how: str = "ask") -> None:
         for event in events:
             show_event(event, areas)
     except QuestionError as exc:
+        if how == "edit":
+            reopen_editor(session_id, turn_id, question, str(exc))
+            st.rerun()
         asked.empty()
         st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
         return
@@ -350,7 +356,7 @@ def answer(question: str, how: str = "ask") -> None:
 
 
 if redo:
-    answer(redo[3], redo[0])
+    answer(redo[3], redo[0], redo[2])
 
 pending = st.session_state.get(PENDING)
 if pending and pending[0] != session_id:

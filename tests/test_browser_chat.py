@@ -115,6 +115,11 @@ def test_copy_regenerate_edit_and_rate_an_answer(app_url, data_dir, browser):
         page.get_by_role("button", name="Edit question").click()
         editor = page.get_by_label("Edit your question")
         expect(editor).to_have_value("Who founded Aurora Analytics?")
+        editor.fill("？？!!")  # refused by the engine: back in the editor with the reason, nothing replaced
+        page.get_by_role("button", name="Send", exact=True).click()
+        page.get_by_text("only punctuation").wait_for()
+        expect(editor).to_have_value("？？!!")
+        assert last_turn_id(page) == regenerated_id
         editor.fill("Where does Aurora Analytics plan to open an office?")
         page.get_by_role("button", name="Send", exact=True).click()
         expect(page.locator(f".st-key-actions-{regenerated_id}")).to_have_count(0)

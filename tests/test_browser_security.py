@@ -178,12 +178,12 @@ def test_a_password_protected_app_shows_nothing_before_login(locked_app_url, pag
 
     password.fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
-    page.get_by_role("heading", name="Documents", exact=True).wait_for()  # the page the link named
+    page.get_by_role("heading", name="Chat with your documents").wait_for()
     expect(nav_links(page)).to_have_text([re.compile(f"{name}$") for name in ("Chat", "Documents", "Stats")])
     assert seen_since_load(page) == [], "no page list of Streamlit's and no 'Page not found', ever"
 
     page.get_by_role("button", name="Log out").click()
     page.get_by_label("Password", exact=True).wait_for()
-    page.get_by_role("heading", name="Documents", exact=True).wait_for(state="detached")
+    page.get_by_role("heading", name="Chat with your documents").wait_for(state="detached")
     expect(nav_links(page)).to_have_count(0)
     assert seen_since_load(page) == []
