@@ -5,7 +5,7 @@ send it again, thumbs up or down with a comment."""
 import streamlit as st
 
 from pages._access import require_access
-from pages._browser import copy_button, scroll_to_last_answer
+from pages._browser import copy_button, scroll_to_last_answer, source_text_style
 from pages._widgets import (
     UPLOAD_TYPES,
     dismiss_results,
@@ -37,6 +37,7 @@ SEARCH = "conversation-search"
 
 require_access()
 st.title("Chat with your documents")
+source_text_style()
 service = get_service()
 history = service.history
 

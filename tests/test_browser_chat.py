@@ -250,9 +250,10 @@ CONTRAST_JS = """(root) => {
     while (walker.nextNode()) {
         const node = walker.currentNode;
         if (!node.textContent.trim() || !node.parentElement.checkVisibility()) continue;
-        const style = getComputedStyle(node.parentElement);
-        const [r, g, b, a = 1] = rgba(style.color);
-        const alpha = a * Number(style.opacity);
+        const [r, g, b, a = 1] = rgba(getComputedStyle(node.parentElement).color);
+        let alpha = a;  // the text's own alpha times every enclosing element's opacity
+        for (let element = node.parentElement; element; element = element.parentElement)
+            alpha *= Number(getComputedStyle(element).opacity);
         const seen = [r, g, b].map((c, i) => c * alpha + page[i] * (1 - alpha));
         const [hi, lo] = [luminance(seen), luminance(page)].sort((x, y) => y - x);
         lowest = Math.min(lowest, (hi + 0.05) / (lo + 0.05));
