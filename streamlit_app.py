@@ -13,14 +13,24 @@ _upload_gate.try_install()
 import streamlit as st  # noqa: E402
 
 from pages._access import access_gate, render_logout  # noqa: E402
-from pages._widgets import render_model_status, start_loading  # noqa: E402
+from pages._widgets import conversation_in_view, render_model_status, start_loading  # noqa: E402
 
-st.set_page_config(page_title="ragkit — chat with your documents", page_icon="📚", layout="wide")
+st.set_page_config(
+    page_title="ragkit — chat with your documents", page_icon="📚", layout="wide",
+    # An item of our own keeps Streamlit's menu (⋮, top right) in the minimal toolbar: it holds
+    # the System / Light / Dark theme switch.
+    menu_items={"About": "**ragkit**: chat with your documents, cited. Theme: System, Light or Dark, above."},
+)
+PAGE_PATHS = ("documents", "stats")  # the pages besides Chat, by their address
 
 # Until the visitor is let in, the login page is the app's only page: no other page is
-# registered, so neither the sidebar nor a page URL can show any data.
+# registered, so neither the sidebar nor a page URL can show any data. It answers at every
+# page's address, so a link to /documents opens the login (not "Page not found"); once
+# logged in, Chat opens.
 if (gate := access_gate()) is not None:
-    st.navigation([st.Page(gate, title="Log in", icon=":material/lock:", default=True)], position="hidden").run()
+    login = [st.Page(gate, title="Log in", icon=":material/lock:", default=True)]
+    login += [st.Page(gate, title="Log in", icon=":material/lock:", url_path=path) for path in PAGE_PATHS]
+    st.navigation(login, position="hidden").run()
     st.stop()
 
 start_loading()  # the embedding model loads in the background while the first page renders
@@ -29,8 +39,16 @@ pages = [
     st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
     st.Page("pages/stats.py", title="Stats", icon=":material/bar_chart:"),
 ]
-current = st.navigation(pages)
-st.sidebar.markdown("### :material/library_books: ragkit")
+# The page links are drawn here, not by Streamlit (client.showSidebarNavigation is off): its
+# own list would show every module in pages/, helpers included, for the first seconds after
+# a start, before this script has run (also in front of the login).
+current = st.navigation(pages, position="hidden")
+with st.sidebar:
+    st.markdown("### :material/library_books: ragkit")
+    conversation = conversation_in_view()
+    with st.container(key="page-links"):
+        for page in pages:
+            st.page_link(page, query_params={"session": conversation} if conversation else None)
 render_model_status()
 render_logout()
 current.run()

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
-from ragkit.citations import Source
+from ragkit.citations import Source, match_strength
 from ragkit.config import load_settings
 from ragkit.errors import RagkitError, SettingsError
-from ragkit.history import Turn
+from ragkit.history import HistoryManager, Turn
 from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
 from ragkit.render import escape_line, escape_markdown, match_spans, safe_answer_markdown
@@ -241,15 +242,17 @@ def source_heading(source: Source, bold: bool = False, numbered: bool = True) ->
 
 
 def render_source(source: Source, query: str, numbered: bool = True) -> None:
-    """One source: where it is from, the passage it relies on (query words highlighted), the scores."""
+    """One source: where it is from, the passage it relies on (query words highlighted), and
+    how well it matches in words (the numbers on hover)."""
     st.markdown(source_heading(source, bold=True, numbered=numbered))
     st.markdown(quote_markdown(source.quote, query))
-    scores = [f"relevance {source.score:.2f}"]
-    if source.dense_score is not None:
-        scores.append(f"semantic {source.dense_score:.2f}")
-    if source.lexical_score is not None:
-        scores.append(f"BM25 {source.lexical_score:.2f}")
-    st.caption(" · ".join(scores))
+    strength = match_strength(query, source, _service_future().result().settings)
+    st.markdown(f"{MATCH_BADGE[strength.label]} {strength.detail}", help=strength.scores)
+
+
+# A match in words, as a small coloured badge (the words, not the colour, carry the meaning).
+MATCH_BADGE = {"strong match": ":green-badge[strong match]", "partial match": ":orange-badge[partial match]",
+               "weak match": ":gray-badge[weak match]"}
 
 
 def render_source_panel(sources: list[Source], question: str, searched_as: str, expanded: bool = False) -> None:
@@ -260,18 +263,22 @@ def render_source_panel(sources: list[Source], question: str, searched_as: str, 
     others = [s for s in sources if not s.cited]
     label = (f":material/attach_file: Sources — {len(cited)} cited, {len(others)} also retrieved" if cited
              else f":material/attach_file: Sources — {len(others)} retrieved")
+    query = searched_as or question
     with st.expander(label, expanded=expanded):
         if searched_as and searched_as != question:
-            st.caption(f":material/search: Searched as: {escape_line(searched_as)}")
+            st.markdown(f":material/search: Searched as: {escape_line(searched_as)}")
         for source in cited:
-            render_source(source, searched_as or question)
+            render_source(source, query)
         if others and cited:
             st.markdown("**Also retrieved**")
+            settings = _service_future().result().settings
             for source in others:
-                st.caption(f"{source_heading(source)} · relevance {source.score:.2f}")
+                strength = match_strength(query, source, settings)
+                st.markdown(f"{source_heading(source)} · {MATCH_BADGE[strength.label]}",
+                            help=f"{strength.detail} · {strength.scores}")
         elif others:
             for source in others:
-                render_source(source, searched_as or question)
+                render_source(source, query)
 
 
 def render_closest(sources: list[Source], query: str, expanded: bool = False) -> None:
@@ -295,10 +302,16 @@ def render_trace(turn: Turn) -> None:
                                for number, step in enumerate(steps, start=1)))
 
 
-def render_turn(turn: Turn, latest: bool = False) -> None:
-    """A question and its answer with the source panel (or the closest matches) and its trace."""
+def render_turn(turn: Turn, latest: bool = False, actions: Callable[[Turn], None] | None = None,
+                question: Callable[[Turn], None] | None = None) -> None:
+    """A question and its answer with the source panel (or the closest matches) and its trace.
+    ``question`` draws the question instead (an editor); ``actions`` draws what can be done
+    with the answer (copy, regenerate, feedback), under it."""
     with st.chat_message("user"):
-        st.markdown(escape_markdown(turn.question))
+        if question is not None:
+            question(turn)
+        else:
+            st.markdown(escape_markdown(turn.question))
     with st.chat_message("assistant"):
         if turn.error:
             st.warning(f"The model could not answer ({escape_line(turn.error)}); "
@@ -306,8 +319,38 @@ def render_turn(turn: Turn, latest: bool = False) -> None:
                        icon=":material/warning:")
         st.markdown(safe_answer_markdown(turn.answer))
         st.caption(answer_caption(turn))
+        if actions is not None:
+            actions(turn)
         if turn.found:
             render_source_panel(turn.sources, turn.question, turn.standalone_question, expanded=latest)
         else:
             render_closest(turn.closest, turn.standalone_question or turn.question)
         render_trace(turn)
+
+
+def render_feedback_summary(history: HistoryManager) -> None:
+    """The readers' verdict on the answers (Stats page): thumbs up and down, and the latest
+    comments with the question each was about."""
+    st.subheader("Answer feedback")
+    counts = history.feedback_counts()
+    if not counts.up + counts.down:
+        st.caption("No answer rated yet: the thumbs under each answer on the Chat page count here.")
+        return
+    with st.container(horizontal=True, gap="medium"):
+        st.metric("Helpful 👍", counts.up)
+        st.metric("Not helpful 👎", counts.down)
+        st.metric("With a comment", counts.comments)
+    comments = history.feedback_comments(limit=5)
+    if comments:
+        with st.expander(f"Latest comments ({len(comments)})"):
+            for _, turn in comments:
+                thumb = "👍" if turn.feedback == 1 else "👎"
+                st.markdown(f"{thumb} **{escape_line(turn.feedback_comment)}** — on “{escape_line(turn.question)}”")
+
+
+def conversation_in_view() -> str | None:
+    """The conversation the Chat page shows (or will show after a click in its sidebar), for
+    the page links: every page keeps it in its address, so a reload of any page and the way
+    back to Chat reopen it."""
+    return (st.session_state.get("switch-to") or st.query_params.get("session")
+            or st.session_state.get("session_id"))

@@ -1,12 +1,16 @@
-"""Chat page: conversations in the sidebar, streamed cited answers, files dropped into the input."""
+"""Chat page: conversations in the sidebar (searchable), streamed cited answers, files dropped
+into the input, and what can be done with an answer: copy, regenerate, edit the question and
+send it again, thumbs up or down with a comment."""
 
 import streamlit as st
 
 from pages._access import require_access
+from pages._browser import copy_button, scroll_to_last_answer, source_text_style
 from pages._widgets import (
     UPLOAD_TYPES,
     dismiss_results,
     get_service,
+    highlight_markdown,
     indexing_running,
     queue_samples,
     render_closest,
@@ -16,7 +20,7 @@ from pages._widgets import (
     track_jobs,
 )
 from ragkit.errors import QuestionError, RagkitError
-from ragkit.history import SessionError, new_session_id, validate_session_id
+from ragkit.history import SessionError, SessionInfo, Turn, new_session_id, validate_session_id
 from ragkit.kb import plural
 from ragkit.llm import chat_models
 from ragkit.render import escape_line, escape_markdown, safe_answer_markdown
@@ -24,22 +28,35 @@ from ragkit.retrieval import SearchFilters, allowed_documents
 from ragkit.stats import conversation_labels
 
 PENDING = "pending-question"  # a question sent with files: answered once the files are indexed
+REDO = "redo-last"  # ("regenerate" | "edit", session id, turn id, question): answer the last turn again
+EDITING = "editing-turn"  # (session id, turn id) whose question is being edited
+EDIT_ERROR = "edit-error"  # why an edited question cannot be sent
+SCROLL = "scroll-to-answer"  # the run after an answer finished: bring its end into view
+NOTICE = "conversation-notice"  # said once at the top of the page
+SEARCH = "conversation-search"
 
 require_access()
 st.title("Chat with your documents")
+source_text_style()
 service = get_service()
 history = service.history
 
 
 def current_session_id() -> str:
     """The conversation to show: one just picked in the sidebar, else the one in the URL (or the
-    last one used in this tab), else a new one. The URL always names it, so a reload reopens it."""
+    last one used in this tab), else a new one. The URL always names it, so a reload reopens it.
+    A conversation deleted meanwhile (an old link, another tab, the Back button) is never
+    reopened under its id: a new one starts, and the page says so."""
     session_id = (st.session_state.pop("switch-to", None) or st.query_params.get("session")
                   or st.session_state.get("session_id", ""))
     try:
         validate_session_id(session_id)
+        if history.was_deleted(session_id):
+            st.session_state[NOTICE] = "That conversation was deleted; this is a new one."
+            session_id = ""
     except SessionError:
-        session_id = new_session_id()
+        session_id = ""
+    session_id = session_id or new_session_id()
     if st.query_params.get("session") != session_id:
         st.query_params["session"] = session_id  # in the script run: a change made in a callback never reaches the URL
     st.session_state["session_id"] = session_id
@@ -49,6 +66,7 @@ def current_session_id() -> str:
 def switch_to(session_id: str) -> None:
     """Button callback: show ``session_id`` from this run on."""
     st.session_state["switch-to"] = session_id
+    st.session_state.pop(EDITING, None)
 
 
 def start_new_conversation() -> None:
@@ -77,26 +95,93 @@ def clear_filters(session_id: str) -> None:
     st.session_state[f"filter-tags-{session_id}"] = []
 
 
+# ----- answer actions (callbacks run before the page, so the page shows their outcome) -------
+
+
+def regenerate(session_id: str, turn: Turn) -> None:
+    st.session_state[REDO] = ("regenerate", session_id, turn.id, turn.question)
+
+
+def start_editing(session_id: str, turn: Turn) -> None:
+    st.session_state[EDITING] = (session_id, turn.id)
+    st.session_state[f"edit-text-{turn.id}"] = turn.question
+    st.session_state.pop(EDIT_ERROR, None)
+
+
+def cancel_editing() -> None:
+    st.session_state.pop(EDITING, None)
+    st.session_state.pop(EDIT_ERROR, None)
+
+
+def send_edit(session_id: str, turn: Turn) -> None:
+    """Send the edited question (the engine checks it: see reopen_editor)."""
+    typed = st.session_state.get(f"edit-text-{turn.id}", "")
+    cancel_editing()
+    st.session_state[REDO] = ("edit", session_id, turn.id, typed)
+
+
+def reopen_editor(session_id: str, turn_id: int, typed: str, reason: str) -> None:
+    """An edited question the engine refused goes back into its editor, with the reason
+    (nothing was replaced)."""
+    st.session_state[EDITING] = (session_id, turn_id)
+    st.session_state[f"edit-text-{turn_id}"] = typed
+    st.session_state[EDIT_ERROR] = reason
+
+
+def save_rating(session_id: str, turn: Turn) -> None:
+    rating = st.session_state.get(f"feedback-{turn.id}")
+    history.set_feedback(session_id, turn.id, rating, turn.feedback_comment if rating is not None else "")
+
+
+def save_comment(session_id: str, turn: Turn) -> None:
+    comment = st.session_state.get(f"comment-{turn.id}", "")
+    try:
+        history.set_feedback(session_id, turn.id, st.session_state.get(f"feedback-{turn.id}", turn.feedback), comment)
+    except RagkitError as exc:
+        st.toast(escape_markdown(str(exc)), icon=":material/error:")
+        return
+    st.toast("Thanks, your comment is saved with this answer.", icon=":material/check:")
+    st.session_state["comment-round"] = st.session_state.get("comment-round", 0) + 1  # closes the popover
+
+
 session_id = current_session_id()
+
+
+def conversation_button(info: SessionInfo, label: str) -> None:
+    """One conversation in the sidebar list (the current one highlighted)."""
+    st.button(
+        escape_line(label),  # a button label renders Markdown, images included
+        key=f"session-{info.id}",
+        width="stretch",
+        type="primary" if info.id == session_id else "secondary",
+        on_click=switch_to,
+        args=(info.id,),
+        help=f"{plural(info.turns, 'question')} · id {info.id}",
+    )
+
 
 with st.sidebar:
     st.markdown("#### Conversations")
     st.button("New conversation", icon=":material/add:", width="stretch", on_click=start_new_conversation)
+    query = st.text_input("Search conversations", key=SEARCH, placeholder="Search conversations",
+                          icon=":material/search:", label_visibility="collapsed", live=True,
+                          help="Titles, questions and answers holding every word you type")
     sessions = history.list_sessions()
     labels = conversation_labels(sessions)
-    if not any(info.id == session_id for info in sessions):
-        st.button("New conversation (current)", icon=":material/chat_bubble:", key="current-new", width="stretch",
-                  disabled=True)
-    for info in sessions[:40]:
-        st.button(
-            escape_line(labels[info.id]),  # a button label renders Markdown, images included
-            key=f"session-{info.id}",
-            width="stretch",
-            type="primary" if info.id == session_id else "secondary",
-            on_click=switch_to,
-            args=(info.id,),
-            help=f"{plural(info.turns, 'question')} · id {info.id}",
-        )
+    if query.strip():
+        matches = history.search(query)
+        st.caption(f"{plural(len(matches), 'conversation')} with “{escape_line(query.strip())}”"
+                   if matches else "No conversation holds all of these words.")
+        for match in matches[:40]:
+            conversation_button(match.info, labels[match.info.id])
+            if match.snippet:
+                st.caption(highlight_markdown(match.snippet, query))
+    else:
+        if not any(info.id == session_id for info in sessions):
+            st.button("New conversation (current)", icon=":material/chat_bubble:", key="current-new", width="stretch",
+                      disabled=True)
+        for info in sessions[:40]:
+            conversation_button(info, labels[info.id])
     if history.exists(session_id):
         info = history.session(session_id)
         rename_col, delete_col = st.columns(2)
@@ -113,6 +198,7 @@ with st.sidebar:
         export_md.download_button(
             ".md", data=history.export_markdown(session_id), file_name=f"ragkit-{session_id}.md",
             mime="text/markdown", icon=":material/download:", width="stretch",
+            help="The conversation with its sources, feedback and replaced answers, as Markdown",
         )
         export_json.download_button(
             ".json", data=history.export_json(session_id), file_name=f"ragkit-{session_id}.json",
@@ -138,6 +224,9 @@ with st.sidebar:
 filters = SearchFilters(doc_ids=chosen_docs or None, tags=chosen_tags or None)
 indexing = indexing_running(service)
 
+if notice := st.session_state.pop(NOTICE, None):
+    st.info(notice, icon=":material/info:")
+
 if not documents and not indexing:
     st.info(
         "**Your knowledge base is empty.** Add your own files on the **Documents** page, drop them into "
@@ -146,16 +235,64 @@ if not documents and not indexing:
     )
     st.button("Load the sample documents", icon=":material/auto_stories:", type="primary",
               on_click=queue_samples, args=(service,))
-    st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
+    st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:",
+                 query_params={"session": session_id})
 
 turns = history.turns(session_id)
+redo = st.session_state.pop(REDO, None)
+if redo and not (redo[1] == session_id and turns and turns[-1].id == redo[2]):
+    redo = None  # pressed on an answer that is no longer the last one (another tab answered meanwhile)
+editing = st.session_state.get(EDITING)
+editing_id = editing[1] if editing and editing[0] == session_id else None
+
 if documents and not turns:
     st.markdown(
         "Ask anything about your documents, in English or 中文. Follow-up questions such as "
         "*“what are its main features?”* are understood in context. Each answer lists the passages it used."
     )
-for index, turn in enumerate(turns):
-    render_turn(turn, latest=index == len(turns) - 1)
+
+def answer_actions(turn: Turn, latest: bool) -> None:
+    """Under an answer: copy, regenerate and edit (the last answer only), thumbs up or down
+    and, once rated, a comment."""
+    with st.container(horizontal=True, gap="small", vertical_alignment="center", key=f"actions-{turn.id}"):
+        copy_button(turn.as_text())
+        if latest:
+            st.button("Regenerate", icon=":material/refresh:", type="tertiary", key=f"regenerate-{turn.id}",
+                      on_click=regenerate, args=(session_id, turn), help="Answer the same question again")
+            st.button("Edit question", icon=":material/edit:", type="tertiary", key=f"edit-{turn.id}",
+                      on_click=start_editing, args=(session_id, turn), disabled=editing_id == turn.id,
+                      help="Change the question and send it again; the new answer replaces this one")
+        st.feedback("thumbs", key=f"feedback-{turn.id}", default=turn.feedback, on_change=save_rating,
+                    args=(session_id, turn))
+        if turn.feedback is not None:
+            label = "Edit comment" if turn.feedback_comment else "Add a comment"
+            popover_key = f"comment-popover-{turn.id}-{st.session_state.get('comment-round', 0)}"
+            with st.popover(label, icon=":material/comment:", type="tertiary", key=popover_key):
+                with st.form(f"comment-form-{turn.id}", border=False):
+                    st.text_area("What was good or wrong about this answer?", value=turn.feedback_comment,
+                                 key=f"comment-{turn.id}", max_chars=2000)
+                    st.form_submit_button("Save comment", on_click=save_comment, args=(session_id, turn))
+    if turn.feedback_comment:
+        st.caption(f":material/comment: Your comment: {escape_line(turn.feedback_comment)}")
+
+
+def question_editor(turn: Turn) -> None:
+    """The last question in an editor: Send answers it again in place of its answer."""
+    with st.form(f"edit-form-{turn.id}", border=False):
+        st.text_area("Edit your question", key=f"edit-text-{turn.id}", max_chars=4000)
+        if error := st.session_state.get(EDIT_ERROR):
+            st.warning(escape_markdown(error), icon=":material/edit_note:")
+        with st.container(horizontal=True, gap="small"):
+            st.form_submit_button("Send", icon=":material/send:", type="primary", on_click=send_edit,
+                                  args=(session_id, turn))
+            st.form_submit_button("Cancel", on_click=cancel_editing)
+
+
+shown = turns[:-1] if redo else turns
+for index, turn in enumerate(shown):
+    latest = index == len(turns) - 1
+    render_turn(turn, latest=latest, actions=lambda turn, latest=latest: answer_actions(turn, latest),
+                question=question_editor if latest and turn.id == editing_id else None)
 
 render_indexing(service)
 
@@ -184,10 +321,13 @@ def show_event(event: dict, areas: dict) -> None:
                                 "answering from the documents instead.", icon=":material/warning:")
 
 
-def answer(question: str) -> None:
+def answer(question: str, how: str = "ask", turn_id: int | None = None) -> None:
     """Stream the engine's answer to ``question``, then show the conversation as recorded.
 
-    The engine checks the question; a QuestionError is shown as a hint, in place of the question."""
+    ``how``: "ask" a new question, "regenerate" the last answer, or "edit" (the last question,
+    replaced by ``question``; ``turn_id`` is the last turn's). The engine checks the question;
+    a QuestionError is shown as a hint, in place of the question (an edited one goes back into
+    its editor)."""
     asked = st.empty()
     with asked.container():
         with st.chat_message("user"):
@@ -195,18 +335,29 @@ def answer(question: str) -> None:
         with st.chat_message("assistant"):
             areas = {"status": st.empty(), "answer": st.empty(), "sources": st.empty(), "text": "",
                      "question": question}
+    if how == "regenerate":
+        events = service.engine.stream_regenerate(session_id, filters)
+    else:
+        events = service.engine.stream(session_id, question, filters, replace_last=how == "edit")
     try:
-        for event in service.engine.stream(session_id, question, filters):
+        for event in events:
             show_event(event, areas)
     except QuestionError as exc:
+        if how == "edit":
+            reopen_editor(session_id, turn_id, question, str(exc))
+            st.rerun()
         asked.empty()
         st.warning(escape_markdown(str(exc)), icon=":material/edit_note:")
         return
     except RagkitError as exc:  # the engine turns any failure into one of ours, said in words
         st.error(f"Sorry, the question could not be answered: {escape_markdown(str(exc))}", icon=":material/error:")
         return
+    st.session_state[SCROLL] = True
     st.rerun()
 
+
+if redo:
+    answer(redo[3], redo[0], redo[2])
 
 pending = st.session_state.get(PENDING)
 if pending and pending[0] != session_id:
@@ -227,14 +378,20 @@ if allowed is not None:
                    width="content")
         st.button("clear", type="tertiary", key="clear-filters", on_click=clear_filters, args=(session_id,))
 
+# One language, so the hint fits a phone's width (390 px): the browser's language decides.
+chinese = (st.context.locale or "").lower().startswith("zh")
 prompt = st.chat_input(
-    "Ask a question about your documents… / 输入你的问题…",
+    "输入关于文档的问题…" if chinese else "Ask a question about your documents…",
     accept_file="multiple",
     file_type=UPLOAD_TYPES,
 )
 
+if st.session_state.pop(SCROLL, False):
+    scroll_to_last_answer()  # the page was drawn anew with the finished answer (and its sources) at the end
+
 if prompt:
     dismiss_results()  # the last uploads' results make way for the new message
+    cancel_editing()
     files = prompt.files or []
     if files:
         track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), []) for upload in files]))

@@ -71,6 +71,14 @@ if not documents:
     st.stop()
 
 
+def shown_heading(frame, documents) -> str:
+    """'Knowledge base · 8 documents · 40 passages', or what a search leaves of them:
+    'Knowledge base · 1 of 8 documents · 5 passages'."""
+    count = (plural(len(documents), "document") if len(frame) == len(documents)
+             else f"{len(frame)} of {plural(len(documents), 'document')}")
+    return f"Knowledge base · {count} · {plural(int(frame['chunks'].sum()), 'passage')}"
+
+
 def remember_selection() -> None:
     """Table callback: the row the user picked, as the id of the document shown in that row."""
     rows = st.session_state[TABLE]["selection"]["rows"]
@@ -78,14 +86,14 @@ def remember_selection() -> None:
     st.session_state[SELECTED] = shown[rows[0]] if rows and rows[0] < len(shown) else None
 
 
-st.subheader(f"Knowledge base · {plural(len(documents), 'document')} · "
-             f"{plural(sum(d.chunks for d in documents), 'passage')}")
+heading = st.empty()  # filled once the search below is applied: it counts what the table shows
 query = st.text_input("Search documents", placeholder="title, file name or tag", label_visibility="collapsed")
 frame = documents_frame(kb).sort_values(["added", "id"], ascending=[False, True], ignore_index=True)
 if query.strip():
     needle = query.strip().lower()
     mask = frame[["title", "file", "tags", "type"]].apply(lambda col: col.str.lower().str.contains(needle, regex=False))
     frame = frame[mask.any(axis=1)].reset_index(drop=True)
+heading.subheader(shown_heading(frame, documents))
 
 shown_ids = list(frame["id"])
 selected = st.session_state.get(SELECTED)

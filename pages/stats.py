@@ -4,7 +4,7 @@ import altair as alt
 import streamlit as st
 
 from pages._access import require_access
-from pages._widgets import get_service
+from pages._widgets import get_service, render_feedback_summary
 from ragkit.stats import (
     conversation_labels,
     documents_by,
@@ -89,7 +89,7 @@ with right:
     chart(alt.Chart(latency).mark_bar().encode(
         x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"),
         y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS),
-        color=alt.Color("mode:N", legend=alt.Legend(orient="bottom"))))
+        color=alt.Color("answered:N", title="answer", legend=alt.Legend(orient="bottom"))))
 
 left, right = st.columns(2)
 with left:
@@ -113,3 +113,5 @@ with right:
         x=alt.X("top_score:Q", bin=alt.Bin(extent=[0, 1], step=0.05), title="relevance",
                 scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS)))
+
+render_feedback_summary(history)  # readers' thumbs up / down and comments (the chat page's feedback)

@@ -18,7 +18,7 @@ from .graph import build_graph
 from .graph.nodes import RagNodes
 from .history import HistoryManager, Turn, validate_session_id
 from .kb import KnowledgeBase
-from .llm import ModelChoice, ModelClients, ModelStatus, model_status
+from .llm import ModelChoice, ModelClients, ModelStatus, model_status, require_choice
 from .retrieval import SearchFilters
 
 log = logging.getLogger(__name__)
@@ -62,29 +62,36 @@ class ChatEngine:
         """The model a conversation answers with: its own choice, else the default."""
         return self.clients.choice(self.history.session_model(session_id) if self.history.exists(session_id) else None)
 
-    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None) -> dict:
+    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None,
+               replacing: Turn | None = None) -> dict:
         validate_session_id(session_id)
         question = check_question(question)
-        choice = self.clients.choice(model) if model else self.model_for(session_id)
+        choice = require_choice(self.settings, model) if model else self.model_for(session_id)
         return {
             "session_id": session_id,
             "question": question,
             "filters": asdict(filters) if filters and not filters.is_empty() else {},
             "model_id": choice.id,
             "history": self.history.recent_exchanges(session_id, self.settings.history_turns,
-                                                     self.settings.history_tokens),
+                                                     self.settings.history_tokens,
+                                                     before=replacing.id if replacing else None),
             "timings": {},
             "usage": {},
             "trace": [],
         }
 
     def stream(self, session_id: str, question: str, filters: SearchFilters | None = None,
-               model: str | None = None) -> Iterator[dict]:
+               model: str | None = None, replace_last: bool = False) -> Iterator[dict]:
         """Run one turn, yielding events; the last is {"type": "done", "turn": Turn}.
 
-        ``model`` is a model choice id (see ``llm.chat_models``); by default the
-        conversation's own choice, else the first configured model."""
-        state = self._input(session_id, question, filters, model)
+        ``model`` is a model choice id (see ``llm.chat_models``; ModelNotFound for one that
+        is not configured); by default the conversation's own choice, else the first
+        configured model. With ``replace_last`` the new turn replaces the conversation's
+        latest one (edit and resend; see :meth:`stream_regenerate`): it is answered with
+        the history before it, and the old turn stays in the export only. Nothing is
+        replaced when the question is refused or the turn fails."""
+        replacing = self.history.last_turn(session_id) if replace_last else None
+        state = self._input(session_id, question, filters, model, replacing)
         final: dict = {}
         try:
             for mode, payload in self.graph.stream(state, stream_mode=["custom", "values"]):
@@ -98,13 +105,37 @@ class ChatEngine:
             log.exception("the turn failed")
             raise AnswerFailed(f"the question could not be answered ({type(exc).__name__}: {exc}); "
                                "nothing was recorded, the conversation is unchanged") from exc
-        yield {"type": "done", "turn": final["turn"]}
+        turn = final["turn"]
+        if replacing is not None:
+            # A separate transaction: should it fail, both turns stay in the conversation
+            # (the question shows twice), nothing is lost.
+            self.history.replace_turn(session_id, replacing.id, turn.id)
+        yield {"type": "done", "turn": turn}
 
     def ask(self, session_id: str, question: str, filters: SearchFilters | None = None,
-            model: str | None = None) -> Turn:
-        """Run one turn and return the recorded Turn."""
-        turn = None
-        for event in self.stream(session_id, question, filters, model):
-            if event["type"] == "done":
-                turn = event["turn"]
-        return turn
+            model: str | None = None, replace_last: bool = False) -> Turn:
+        """Run one turn and return the recorded Turn (``replace_last``: edit and resend)."""
+        return _finished(self.stream(session_id, question, filters, model, replace_last))
+
+    def stream_regenerate(self, session_id: str, filters: SearchFilters | None = None,
+                          model: str | None = None) -> Iterator[dict]:
+        """Answer the conversation's latest question again, as a new turn that replaces the
+        latest one (which stays in the export). ``filters``: by default the ones that
+        question was asked with. SessionError when the conversation has no question."""
+        last = self.history.last_turn(session_id)
+        if filters is None and last.filters:
+            filters = SearchFilters(**last.filters)
+        return self.stream(session_id, last.question, filters, model, replace_last=True)
+
+    def regenerate(self, session_id: str, filters: SearchFilters | None = None, model: str | None = None) -> Turn:
+        """:meth:`stream_regenerate`, returning the recorded Turn."""
+        return _finished(self.stream_regenerate(session_id, filters, model))
+
+
+def _finished(events: Iterator[dict]) -> Turn:
+    """The Turn of a stream's last event (``done``), after running the stream through."""
+    turn = None
+    for event in events:
+        if event["type"] == "done":
+            turn = event["turn"]
+    return turn

@@ -138,3 +138,41 @@ def focus_quotes(answer: str, sources: list[Source], max_sentences: int = 2) -> 
         best = sorted(index for overlap, index in scored[:max_sentences] if overlap > 0)
         if best:
             source.quote = " … ".join(candidates[index].text for index in best)
+
+
+@dataclass(frozen=True)
+class MatchStrength:
+    """How much of a question one passage holds, in words ("strong match"), with the counts
+    behind the word and the raw retrieval scores for whoever wants them."""
+
+    label: str  # "strong match", "partial match" or "weak match"
+    found: int  # the question's key words the passage holds
+    wanted: int  # the question's key words
+    scores: str  # the retrieval numbers, in words: for a tooltip or a trace
+
+    @property
+    def detail(self) -> str:
+        """'holds 3 of the question's 4 key words'."""
+        return f"holds {self.found} of the question's {self.wanted} key words"
+
+
+def match_strength(question: str, source: Source, settings) -> MatchStrength:
+    """The passage's match with ``question`` as a word: strong when it holds at least the
+    share of the question's key words that the evidence grader calls sufficient
+    (``grade_threshold_latin`` / ``grade_threshold_cjk`` in ``settings``), partial from half
+    of that, weak below. Relevance scores are normalised to the best passage of each search
+    (the best is always 1.00), so they cannot say how good a match is; key words can."""
+    from .text import is_cjk_text, search_tokens
+
+    strong_share = settings.grade_threshold_cjk if is_cjk_text(question) else settings.grade_threshold_latin
+    wanted = set(search_tokens(question))
+    found = len(wanted & set(search_tokens(source.text))) if wanted else 0
+    share = found / len(wanted) if wanted else 0.0
+    label = ("strong match" if share >= strong_share else "partial match" if share >= strong_share / 2
+             else "weak match")
+    scores = [f"relevance {source.score:.2f} (the best passage of the search is 1.00)"]
+    if source.dense_score is not None:
+        scores.append(f"semantic similarity {source.dense_score:.2f}")
+    if source.lexical_score is not None:
+        scores.append(f"keyword score (BM25) {source.lexical_score:.2f}")
+    return MatchStrength(label, found, len(wanted), " · ".join(scores))

@@ -26,6 +26,15 @@ class CommandError(RuntimeError):
     """A failure to report as one line and exit code 1."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse that takes no abbreviation of an option (``--mode`` is refused, never read
+    as ``--model``); its subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def _kb(args):
     from .kb import KnowledgeBase
 
@@ -288,7 +297,8 @@ def cmd_ask(args) -> int:
     turn = None
     streamed = ""
     try:
-        for event in engine.stream(args.session, args.question, _filters(args), model=args.model):
+        for event in engine.stream(args.session, args.question, _filters(args), model=args.model,
+                                   replace_last=args.replace_last):
             kind = event["type"]
             if kind == "token" and not args.json:
                 streamed += event["text"]
@@ -343,6 +353,14 @@ def cmd_sessions(args) -> int:
             for info in sessions:
                 updated = datetime.fromtimestamp(info.updated_at).strftime("%Y-%m-%d %H:%M")
                 print(f"{info.id:<16} {info.turns:>3} turns  {updated}  {terminal_safe(info.title)}")
+        elif args.action == "search":
+            matches = history.search(_need(args.id, "the words to search for"))
+            if not matches:
+                print("no conversation holds all of these words")
+            for match in matches:
+                print(f"{match.info.id:<16} {terminal_safe(match.info.title)}")
+                if match.snippet:
+                    print(f"    {terminal_safe(match.snippet)}")
         elif args.action == "show":
             print(terminal_safe(history.export_markdown(_need(args.id)), keep_newlines=True))
         elif args.action == "export":
@@ -390,7 +408,7 @@ def result_count(value: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for every command."""
-    parser = argparse.ArgumentParser(prog="python -m ragkit", description="ragkit knowledge base")
+    parser = Parser(prog="python -m ragkit", description="ragkit knowledge base")
     parser.add_argument("--data-dir", help="data directory (default: RAGKIT_DATA_DIR or ./data)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -458,11 +476,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the recorded turn as JSON")
     p.add_argument("--trace", action="store_true", help="also print how the answer was reached")
     p.add_argument("--model", help="a model choice id (see RAGKIT_CHAT_MODELS); 'extractive' for offline")
+    p.add_argument("--replace-last", action="store_true",
+                   help="answer in place of the session's latest question (edit and resend, or ask it again to "
+                        "regenerate); the replaced answer stays in the export")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("sessions", help="list, show, rename, export or delete sessions")
-    p.add_argument("action", nargs="?", choices=["list", "show", "rename", "delete", "export"])
-    p.add_argument("id", nargs="?")
+    p = sub.add_parser("sessions", help="list, search, show, rename, export or delete sessions")
+    p.add_argument("action", nargs="?", choices=["list", "search", "show", "rename", "delete", "export"])
+    p.add_argument("id", nargs="?", help="a session id (search: the words to look for)")
     p.add_argument("title", nargs="?", help="new title (rename)")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown", help="export format")
     p.set_defaults(func=cmd_sessions)

@@ -9,6 +9,7 @@ bug and keeps its traceback in the log.
     ├── InputError             something the user gave that cannot be used
     │   ├── QuestionError      an empty, punctuation-only or too long question
     │   ├── SessionError       a bad or unknown conversation id
+    │   ├── ModelNotFound      a model id that is not configured (names the known ones)
     │   └── LoaderError        a file that cannot be turned into text
     ├── KnowledgeBaseError     the knowledge base as a whole
     │   ├── CatalogError, StoreInconsistent, EmbeddingModelMismatch
@@ -40,6 +41,10 @@ class QuestionError(InputError):
 
 class SessionError(InputError):
     """A bad session id or a session that does not exist."""
+
+
+class ModelNotFound(InputError):
+    """A model choice id that is not configured; the message lists the ones that are."""
 
 
 class LoaderError(InputError):

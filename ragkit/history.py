@@ -20,8 +20,8 @@ from sqlalchemy import Connection, text
 from .citations import Source
 from .contextualize import Exchange
 from .db import open_migrated, read, read_only_reason, write
-from .errors import DatabaseUnreadable, SessionError
-from .render import escape_line, safe_answer_markdown
+from .errors import DatabaseUnreadable, InputError, SessionError
+from .render import clip_words, readable_answer_markdown, readable_line
 from .text import count_tokens
 
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -55,7 +55,21 @@ def _traces_and_model_choice(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE sessions ADD COLUMN model TEXT"))
 
 
-MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice]
+def _feedback_and_replaced_turns(conn: Connection) -> None:
+    """Version 3: a reader's thumbs up or down (and comment) on each answer, turns replaced
+    by a regenerated answer or an edited question (kept for the export), and the ids of
+    deleted conversations (an old link to one opens a new conversation, not its id reused)."""
+    conn.execute(text("CREATE TABLE deleted_sessions (id TEXT PRIMARY KEY, deleted_at REAL NOT NULL)"))
+    conn.execute(text("ALTER TABLE turns ADD COLUMN feedback INTEGER"))
+    conn.execute(text("ALTER TABLE turns ADD COLUMN feedback_comment TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE turns ADD COLUMN feedback_at REAL"))
+    conn.execute(text("ALTER TABLE turns ADD COLUMN replaced_by INTEGER"))
+
+
+MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns]
+THUMBS_UP, THUMBS_DOWN = 1, 0  # as st.feedback("thumbs") numbers them
+MAX_COMMENT_CHARS = 2000
+LIVE = "replaced_by IS NULL"
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,21 @@ class Turn:
     found: bool = True  # False: the documents do not answer it; ``closest`` shows what came nearest
     closest: list[Source] = field(default_factory=list)
     trace: list[TraceStep] = field(default_factory=list)
+    feedback: int | None = None  # THUMBS_UP, THUMBS_DOWN, or None (no feedback)
+    feedback_comment: str = ""
+    replaced_by: int | None = None  # the turn that replaced this one (regenerated or edited)
+
+    @property
+    def live(self) -> bool:
+        """True unless a regenerated answer or an edited question replaced this turn."""
+        return self.replaced_by is None
+
+    def as_text(self) -> str:
+        """The answer as plain text with the sources it cites listed under it ("[1] Title,
+        file.pdf, p. 3"): what the app's Copy button puts on the clipboard."""
+        cited = [source for source in self.sources if source.cited]
+        listed = [f"[{source.n}] {source.title}, {source.filename}, p. {source.page}" for source in cited]
+        return "\n\n".join([self.answer.strip()] + (["\n".join(listed)] if listed else []))
 
     def to_dict(self) -> dict:
         """Plain dict (sources and trace as dicts) for JSON export."""
@@ -98,6 +127,24 @@ class Turn:
         data["closest"] = [source.to_dict() for source in self.closest]
         data["trace"] = [step.to_dict() for step in self.trace]
         return data
+
+
+@dataclass(frozen=True)
+class FeedbackCounts:
+    """How readers rated the answers: thumbs up, thumbs down, and how many left a comment."""
+
+    up: int
+    down: int
+    comments: int
+
+
+@dataclass(frozen=True)
+class SessionMatch:
+    """A conversation found by :meth:`HistoryManager.search`, with where the words are."""
+
+    info: "SessionInfo"
+    snippet: str  # the first place the words stand (a question or answer, clipped), or ""
+    in_title: bool
 
 
 @dataclass
@@ -168,7 +215,7 @@ class HistoryManager:
     def session(self, session_id: str) -> SessionInfo:
         """Info on one session; SessionError when it does not exist."""
         rows = self._query(
-            "SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns "
+            f"SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND {LIVE}) AS turns "
             "FROM sessions s WHERE s.id = :id",
             {"id": validate_session_id(session_id)},
         )
@@ -187,7 +234,7 @@ class HistoryManager:
     def list_sessions(self) -> list[SessionInfo]:
         """All sessions, most recently updated first."""
         rows = self._query(
-            "SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS turns "
+            f"SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND {LIVE}) AS turns "
             "FROM sessions s ORDER BY s.updated_at DESC, s.id"
         )
         return [_info(row) for row in rows]
@@ -201,11 +248,21 @@ class HistoryManager:
         return self.session(session_id)
 
     def delete(self, session_id: str) -> None:
-        """Delete a session and its turns; SessionError when it does not exist."""
+        """Delete a session and its turns; SessionError when it does not exist. The id is
+        remembered as deleted (see :meth:`was_deleted`) until a turn is added under it again."""
         self.session(session_id)
         with write(self._engine) as conn:
             conn.execute(text("DELETE FROM turns WHERE session_id = :id"), {"id": session_id})
             conn.execute(text("DELETE FROM sessions WHERE id = :id"), {"id": session_id})
+            conn.execute(text("INSERT INTO deleted_sessions(id, deleted_at) VALUES (:id, :t) "
+                              "ON CONFLICT(id) DO UPDATE SET deleted_at = :t"), {"id": session_id, "t": time.time()})
+
+    def was_deleted(self, session_id: str) -> bool:
+        """True when this conversation was deleted and nothing was asked under its id since:
+        the app then opens a new conversation for a link (or a tab) that still names it."""
+        rows = self._query("SELECT 1 FROM deleted_sessions d WHERE d.id = :id AND NOT EXISTS "
+                           "(SELECT 1 FROM sessions s WHERE s.id = d.id)", {"id": validate_session_id(session_id)})
+        return bool(rows)
 
     def session_model(self, session_id: str) -> str | None:
         """The model chosen for this conversation (None: the default)."""
@@ -223,15 +280,123 @@ class HistoryManager:
 
     # ----- turns -------------------------------------------------------------------
 
-    def turns(self, session_id: str) -> list[Turn]:
-        """Every turn of a session, oldest first."""
-        rows = self._query("SELECT * FROM turns WHERE session_id = :id ORDER BY id",
+    def turns(self, session_id: str, include_replaced: bool = False) -> list[Turn]:
+        """The conversation's turns, oldest first; with ``include_replaced`` also the turns
+        a regenerated answer or an edited question replaced (as the export shows them)."""
+        live = "" if include_replaced else f" AND {LIVE}"
+        rows = self._query(f"SELECT * FROM turns WHERE session_id = :id{live} ORDER BY id",
                            {"id": validate_session_id(session_id)})
         return [_turn(row) for row in rows]
 
+    def last_turn(self, session_id: str) -> Turn:
+        """The conversation's latest turn (the one regenerate and edit replace); SessionError
+        when it has none."""
+        rows = self._query(f"SELECT * FROM turns WHERE session_id = :id AND {LIVE} ORDER BY id DESC LIMIT 1",
+                           {"id": validate_session_id(session_id)})
+        if not rows:
+            raise SessionError(f"conversation {session_id!r} has no question to answer again")
+        return _turn(rows[0])
+
     def all_turns(self) -> list[tuple[str, Turn]]:
-        """(session id, turn) for every turn (for statistics)."""
-        return [(row["session_id"], _turn(row)) for row in self._query("SELECT * FROM turns ORDER BY id")]
+        """(session id, turn) for every turn shown in a conversation (for statistics)."""
+        return [(row["session_id"], _turn(row)) for row in self._query(f"SELECT * FROM turns WHERE {LIVE} ORDER BY id")]
+
+    def replace_turn(self, session_id: str, old_id: int, new_id: int) -> None:
+        """Mark turn ``old_id`` as replaced by ``new_id`` (a regenerated answer or an edited
+        question, asked in the same conversation): it leaves the conversation and the
+        prompts' history but stays in the export. SessionError when either turn is not in
+        the conversation or ``old_id`` was replaced already."""
+        validate_session_id(session_id)
+        with write(self._engine) as conn:
+            found = conn.execute(
+                text("SELECT id, replaced_by, question FROM turns WHERE session_id = :s AND id IN (:a, :b)"),
+                {"s": session_id, "a": old_id, "b": new_id}).mappings().all()
+            rows = {row["id"]: row for row in found}
+            if old_id == new_id or set(rows) != {old_id, new_id}:
+                raise SessionError(f"turns {old_id} and {new_id} are not both in conversation {session_id!r}")
+            if rows[old_id]["replaced_by"] is not None:
+                raise SessionError(f"turn {old_id} was already replaced by turn {rows[old_id]['replaced_by']}")
+            conn.execute(text("UPDATE turns SET replaced_by = :b WHERE id = :a"), {"a": old_id, "b": new_id})
+            # A title made from an edited first question follows the edit (one the user gave stays).
+            conn.execute(
+                text(f"UPDATE sessions SET title = :new WHERE id = :s AND title = :old AND NOT EXISTS "
+                     f"(SELECT 1 FROM turns WHERE session_id = :s AND id < :a AND {LIVE})"),
+                {"s": session_id, "a": old_id, "old": auto_title(rows[old_id]["question"]),
+                 "new": auto_title(rows[new_id]["question"])})
+
+    def set_feedback(self, session_id: str, turn_id: int, rating: int | None, comment: str = "") -> Turn:
+        """Record a reader's rating of one answer (THUMBS_UP, THUMBS_DOWN, or None to take
+        it back) and an optional comment (trimmed, at most MAX_COMMENT_CHARS); returns the
+        turn as stored. InputError for another rating, SessionError for a turn that is not
+        in the conversation."""
+        validate_session_id(session_id)
+        if rating not in (THUMBS_UP, THUMBS_DOWN, None):
+            raise InputError(f"feedback is thumbs up ({THUMBS_UP}) or down ({THUMBS_DOWN}), not {rating!r}")
+        comment = (comment or "").strip()
+        if len(comment) > MAX_COMMENT_CHARS:
+            raise InputError(f"the comment is {len(comment)} characters long; the limit is {MAX_COMMENT_CHARS}")
+        if rating is None:
+            comment = ""
+        with write(self._engine) as conn:
+            updated = conn.execute(
+                text("UPDATE turns SET feedback = :rating, feedback_comment = :comment, feedback_at = :t "
+                     "WHERE id = :id AND session_id = :session"),
+                {"rating": rating, "comment": comment, "t": None if rating is None else time.time(), "id": turn_id,
+                 "session": session_id})
+            if updated.rowcount != 1:
+                raise SessionError(f"conversation {session_id!r} has no turn {turn_id}")
+        return self.turn(session_id, turn_id)
+
+    def turn(self, session_id: str, turn_id: int) -> Turn:
+        """One turn of a conversation (replaced or not); SessionError when it is not there."""
+        rows = self._query("SELECT * FROM turns WHERE id = :id AND session_id = :session",
+                           {"id": turn_id, "session": validate_session_id(session_id)})
+        if not rows:
+            raise SessionError(f"conversation {session_id!r} has no turn {turn_id}")
+        return _turn(rows[0])
+
+    def feedback_counts(self) -> FeedbackCounts:
+        """Thumbs up and down over every answer ever rated (a replaced answer's rating
+        counts too: it is often why it was regenerated), and how many carry a comment."""
+        rows = self._query("SELECT feedback, COUNT(*) AS n, "
+                           "SUM(CASE WHEN feedback_comment <> '' THEN 1 ELSE 0 END) AS comments "
+                           "FROM turns WHERE feedback IS NOT NULL GROUP BY feedback")
+        counts = {row["feedback"]: (row["n"], row["comments"] or 0) for row in rows}
+        up, down = counts.get(THUMBS_UP, (0, 0)), counts.get(THUMBS_DOWN, (0, 0))
+        return FeedbackCounts(up=up[0], down=down[0], comments=up[1] + down[1])
+
+    def feedback_comments(self, limit: int = 5) -> list[tuple[str, Turn]]:
+        """The latest rated answers that carry a comment, newest first: (session id, turn)."""
+        rows = self._query("SELECT * FROM turns WHERE feedback IS NOT NULL AND feedback_comment != '' "
+                           "ORDER BY feedback_at DESC, id DESC LIMIT :n", {"n": limit})
+        return [(row["session_id"], _turn(row)) for row in rows]
+
+    def search(self, query: str, limit: int = 50) -> list[SessionMatch]:
+        """Conversations whose title, questions or answers hold every word of ``query``
+        (case and accents as typed are folded by ``str.casefold``; Chinese matches as a
+        substring), most recently used first, each with a snippet where the words stand.
+
+        Matching is done in Python over the live turns' text (portable to any database and
+        right for every script); a few thousand conversations take well under a second."""
+        words = [word.casefold() for word in query.split()]
+        if not words:
+            return []
+        texts: dict[str, list[str]] = {}
+        for row in self._query(f"SELECT session_id, question, answer FROM turns WHERE {LIVE} ORDER BY id"):
+            texts.setdefault(row["session_id"], []).extend((row["question"], row["answer"]))
+        matches = []
+        for info in self.list_sessions():
+            title = info.title.casefold()
+            parts = texts.get(info.id, [])
+            folded = [part.casefold() for part in parts]
+            if not all(word in title or any(word in part for part in folded) for word in words):
+                continue
+            snippet = next((_snippet(part, folded_part, words) for part, folded_part in zip(parts, folded)
+                            if any(word in folded_part for word in words)), "")
+            matches.append(SessionMatch(info, snippet, any(word in title for word in words)))
+            if len(matches) >= limit:
+                break
+        return matches
 
     def add_turn(self, session_id: str, turn: Turn) -> Turn:
         """Append a complete turn atomically; creates the session and its title if needed."""
@@ -263,17 +428,22 @@ class HistoryManager:
                      "WHERE id = :id"),
                 {"t": turn.created_at, "title": auto_title(turn.question), "id": session_id},
             )
+            conn.execute(text("DELETE FROM deleted_sessions WHERE id = :id"), {"id": session_id})
         turn.id = result.lastrowid
         return turn
 
-    def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int) -> list[Exchange]:
+    def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int,
+                         before: int | None = None) -> list[Exchange]:
         """The last turns that fit ``max_turns`` and ``max_tokens``, oldest first, as the
-        graph sees them: standalone question, answer, and the passage it came from."""
+        graph sees them: standalone question, answer, and the passage it came from. With
+        ``before`` (a turn id), only the turns asked before that one (a turn being replaced
+        is not its own history)."""
         if not self.exists(session_id):
             return []
+        earlier = [turn for turn in self.turns(session_id) if before is None or turn.id < before]
         picked: list[Exchange] = []
         used = 0
-        for turn in reversed(self.turns(session_id)[-max_turns:] if max_turns else []):
+        for turn in reversed(earlier[-max_turns:] if max_turns else []):
             cost = count_tokens(turn.question) + count_tokens(turn.answer)
             if picked and used + cost > max_tokens:
                 break
@@ -285,23 +455,32 @@ class HistoryManager:
     # ----- export ------------------------------------------------------------------
 
     def export_json(self, session_id: str) -> str:
-        """The whole session with sources as JSON (every string plain data, as stored)."""
+        """The whole session with sources, feedback and replaced turns (``replaced_by`` set)
+        as JSON (every string plain data, as stored)."""
         info = self.session(session_id)
-        payload = {**asdict(info), "turns": [turn.to_dict() for turn in self.turns(session_id)]}
+        turns = self.turns(session_id, include_replaced=True)
+        payload = {**asdict(info), "turns": [turn.to_dict() for turn in turns]}
         return json.dumps(payload, ensure_ascii=False, indent=2)
 
     def export_markdown(self, session_id: str) -> str:
-        """The whole session with sources as Markdown that is safe to open anywhere.
+        """The whole session with sources, feedback and the answers that were replaced, as
+        Markdown that reads as typed and is safe to open anywhere.
 
-        All data (title, questions, answers, quotes, titles, file names) is escaped as in
-        the app: no viewer can load an image, follow a link or run HTML from it.
+        All data (title, questions, answers, quotes, titles, file names) is escaped where a
+        viewer would read it as syntax (``render.readable_line``): no viewer can load an
+        image, follow a link or run HTML from it.
         """
         info = self.session(session_id)
-        turns = self.turns(session_id)
-        heading = f"# {escape_line(info.title or info.id)}"
-        lines = [heading, "", f"Session {escape_line(info.id)}, {len(turns)} turns.", ""]
-        for number, turn in enumerate(turns, start=1):
-            lines += _turn_markdown(number, turn)
+        turns = self.turns(session_id, include_replaced=True)
+        live = sum(turn.live for turn in turns)
+        lines = [f"# {readable_line(info.title or info.id)}", "",
+                 f"Conversation {readable_line(info.id)}, {plural_turns(live)}.", ""]
+        number = 0
+        by_id = {turn.id: turn for turn in turns}
+        for turn in turns:
+            if turn.live:
+                number += 1
+            lines += _turn_markdown(number + (0 if turn.live else 1), turn, by_id.get(turn.replaced_by))
         return "\n".join(lines)
 
     def close(self) -> None:
@@ -309,21 +488,38 @@ class HistoryManager:
         self._engine.dispose()
 
 
-def _turn_markdown(number: int, turn: Turn) -> list[str]:
-    """One turn of a Markdown export, every piece of data escaped."""
+def plural_turns(count: int) -> str:
+    """'1 question', '3 questions'."""
+    return f"{count} question{'' if count == 1 else 's'}"
+
+
+def _turn_markdown(number: int, turn: Turn, replacement: Turn | None) -> list[str]:
+    """One turn of a Markdown export, every piece of data escaped where it would be syntax."""
     when = datetime.fromtimestamp(turn.created_at).strftime("%Y-%m-%d %H:%M")
-    by = f" by {escape_line(turn.model)}" if turn.model else ""
-    lines = [f"## {number}. {escape_line(turn.question)}", ""]
+    by = f" by {readable_line(turn.model)}" if turn.model else ""
+    lines = [f"## {number}. {readable_line(turn.question)}", ""]
+    if not turn.live:
+        how = ("regenerated" if replacement is not None and replacement.question == turn.question
+               else "asked again with an edited question")
+        lines += [f"*Replaced: this answer was {how} below.*", ""]
     if turn.standalone_question and turn.standalone_question != turn.question:
-        lines += [f"*Searched as:* {escape_line(turn.standalone_question)}", ""]
-    lines += [safe_answer_markdown(turn.answer), "", f"*{escape_line(turn.mode)} answer{by}, {escape_line(when)}*", ""]
+        lines += [f"*Searched as:* {readable_line(turn.standalone_question)}", ""]
+    mode = {"llm": "generated answer", "extractive": "extractive answer", "not_found": "not found in the documents"}
+    lines += [readable_answer_markdown(turn.answer), "",
+              f"*{mode.get(turn.mode, readable_line(turn.mode))}{by}, {when}*", ""]
+    if turn.feedback is not None:
+        rating = "👍 helpful" if turn.feedback == THUMBS_UP else "👎 not helpful"
+        comment = f": “{readable_line(turn.feedback_comment)}”" if turn.feedback_comment else ""
+        lines += [f"*Feedback:* {rating}{comment}", ""]
     for source in turn.sources:
         tag = "" if source.cited else " (also retrieved)"
-        quote = " ".join(source.quote.split())[:300]
-        lines.append(f"- \\[{source.n}\\] {escape_line(source.title)} ({escape_line(source.filename)}, "
-                     f"p. {source.page}){tag}: “{escape_line(quote)}”")
+        lines.append(f"- \\[{source.n}\\] {readable_line(source.title)} ({readable_line(source.filename)}, "
+                     f"p. {source.page}){tag}: “{readable_line(clip_words(source.quote, QUOTE_CHARS))}”")
     lines.append("")
     return lines
+
+
+QUOTE_CHARS = 300  # a source's quote in the export
 
 
 def _info(row) -> SessionInfo:
@@ -347,4 +543,20 @@ def _turn(row) -> Turn:
         found=bool(row["found"]),
         closest=[Source.from_dict(item) for item in json.loads(row["closest"])],
         trace=[TraceStep(**item) for item in json.loads(row["trace"])],
+        feedback=row["feedback"],
+        feedback_comment=row["feedback_comment"],
+        replaced_by=row["replaced_by"],
     )
+
+
+def _snippet(text: str, folded: str, words: list[str], width: int = 90) -> str:
+    """About ``width`` characters of ``text`` around the first of ``words`` it holds."""
+    flat = " ".join(text.split())
+    at = min((folded.find(word) for word in words if word in folded), default=0)
+    at = len(" ".join(text[:at].split()))  # the same place in the text on one line
+    start = max(0, at - width // 3)
+    if start:
+        space = flat.find(" ", start, at)
+        start = space + 1 if space != -1 else start
+    piece = clip_words(flat[start:], width)
+    return ("…" if start else "") + piece

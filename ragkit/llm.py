@@ -16,6 +16,7 @@ from functools import lru_cache
 from urllib.parse import urlparse
 
 from .config import Settings
+from .errors import ModelNotFound
 
 EXTRACTIVE = "extractive"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
@@ -75,9 +76,22 @@ def _choice(model: str, base_url: str, key_variable: str) -> ModelChoice:
 
 
 def find_choice(settings: Settings, model_id: str | None) -> ModelChoice:
-    """The choice with this id; the default one when the id is unknown or None."""
+    """The choice with this id; the default one when the id is unknown or None (a
+    conversation's remembered model that is no longer configured)."""
     choices = chat_models(settings)
     return next((c for c in choices if c.id == model_id), choices[0])
+
+
+def require_choice(settings: Settings, model_id: str) -> ModelChoice:
+    """The choice with this id, asked for by name; ModelNotFound listing the configured
+    ones when there is none (an explicit request is never silently answered otherwise)."""
+    choices = chat_models(settings)
+    for choice in choices:
+        if choice.id == model_id:
+            return choice
+    known = ", ".join(choice.id for choice in choices)
+    raise ModelNotFound(f"no model {model_id!r} is configured; the known ones are: {known} "
+                        "(RAGKIT_CHAT_MODELS lists models as model@base-url)")
 
 
 def model_status(settings: Settings) -> ModelStatus:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from .text import search_tokens
 
@@ -63,37 +64,39 @@ def escape_line(text: str) -> str:
     return _escape_chars(_WHITESPACE.sub(" ", text))
 
 
-def _inline(text: str) -> str:
+def _inline(text: str, escape: Callable[[str], str] = _escape_chars) -> str:
     """Escaped text with its **bold** and *italic* pairs re-enabled (their content escaped)."""
     out, cursor = [], 0
     for match in _EMPHASIS.finditer(text):
         marker, content = ("**", match.group(1)) if match.group(1) is not None else ("*", match.group(2))
-        out += [_escape_chars(text[cursor : match.start()]), marker, _escape_chars(content), marker]
+        out += [escape(text[cursor : match.start()]), marker, escape(content), marker]
         cursor = match.end()
-    out.append(_escape_chars(text[cursor:]))
+    out.append(escape(text[cursor:]))
     return "".join(out)
 
 
-def _answer_line(line: str) -> tuple[str, str]:
+def _answer_line(line: str, escape: Callable[[str], str], line_start: Callable[[str], str]) -> tuple[str, str]:
     """("item" or "text", the line as Markdown) for one stripped, non-empty line."""
     item = _LIST_ITEM.match(line)
     if item is None:
-        return "text", _inline(line)
+        return "text", line_start(_inline(line, escape))
     marker = "-" if item.group(1) else f"{int(item.group(2))}."
-    return "item", f"{marker} {_inline(line[item.end():])}"
+    return "item", f"{marker} {line_start(_inline(line[item.end():], escape))}"
 
 
-def safe_answer_markdown(text: str) -> str:
+def safe_answer_markdown(text: str, escape: Callable[[str], str] = _escape_chars,
+                         line_start: Callable[[str], str] = lambda line: line) -> str:
     """An answer as inert Markdown with an allow-list: paragraphs, line breaks, list items
     at a line start, and **bold** / *italic*; everything else (including [n] markers,
-    which read the same escaped) is escaped."""
+    which read the same escaped) is escaped (by ``escape``; ``line_start`` escapes what
+    would be syntax at the start of a line, where ``escape`` leaves it)."""
     lines: list[str] = []
     previous = "blank"
     for raw in _NEWLINES.sub("\n", text).split("\n"):
         if not raw.strip():
             previous = "blank"
             continue
-        kind, markdown = _answer_line(raw.strip())
+        kind, markdown = _answer_line(raw.strip(), escape, line_start)
         if lines and (previous == "blank" or kind != previous):
             lines.append("")  # a paragraph, or a list starting or ending
         elif kind == "text" and previous == "text":
@@ -101,6 +104,70 @@ def safe_answer_markdown(text: str) -> str:
         lines.append(markdown)
         previous = kind
     return "\n".join(lines)
+
+
+# ----- Markdown for reading elsewhere (exports) --------------------------------------------
+#
+# An exported .md file is read raw in an editor as often as rendered (GitHub, Obsidian, VS
+# Code): it escapes a character only where CommonMark or GFM would read it as syntax, so
+# "Dr. Silva", "14:33" and "well-known" stay as typed. Links stay dead all the same: brackets,
+# angle brackets and entities are escaped (a bracket only where it would close a link or start
+# a reference definition: "[1]" reads as typed), and a word joiner breaks the three autolink
+# literals GFM recognises after parsing (http://, www., user@host).
+
+_READABLE_ALWAYS = re.compile(r"[\\`*<|~]|\](?=\()")  # "](" makes a link; with no definition, "[1]" does not
+_READABLE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # at a word edge: emphasis
+_READABLE_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+_READABLE_AUTOLINK = re.compile(r"(?<=[A-Za-z]:)(?=//)|(?<=\b[wW]{3})(?=\.)|(?<=[\w.+-]@)(?=[\w-])")
+_READABLE_LINE_START = re.compile(
+    r"^(?:#{1,6}(?=\s|$)|>|\[(?=[^\]]*\]:)|[-+](?=\s|$)|[=-](?=[=\s-]*$)|(\d{1,9})([.)])(?=\s|$))")
+
+
+def _readable_chars(text: str) -> str:
+    text = _READABLE_AUTOLINK.sub(WORD_JOINER, text)
+    text = _READABLE_ALWAYS.sub(lambda m: "\\" + m.group(), text)
+    text = _READABLE_UNDERSCORE.sub(r"\\_", text)
+    text = _READABLE_ENTITY.sub(r"\\&", text)
+    if text.count("$") > 1:  # a pair could open maths (GitHub, Obsidian); one price cannot
+        text = text.replace("$", "\\$")
+    return text
+
+
+def _readable_line_start(line: str) -> str:
+    """A line whose start would make a heading, quote, list item, rule, setext underline or
+    link reference definition gets that character escaped (``1\\.``, ``\\#``, ``\\-``)."""
+    match = _READABLE_LINE_START.match(line)
+    if match is None:
+        return line
+    if match.group(1):  # "1. " or "2) ": escape the dot or bracket
+        return f"{match.group(1)}\\{match.group(2)}{line[match.end():]}"
+    return "\\" + line
+
+
+def readable_line(text: str) -> str:
+    """One line of data as Markdown that reads as typed in raw and renders literally in a
+    CommonMark or GFM viewer: no formatting, link, image, HTML or maths."""
+    return _readable_line_start(_readable_chars(_WHITESPACE.sub(" ", text).strip()))
+
+
+def readable_answer_markdown(text: str) -> str:
+    """An answer for an export: the allow-list of :func:`safe_answer_markdown`
+    (paragraphs, line breaks, list items, **bold** / *italic*), everything else escaped
+    only where a viewer would read it as syntax."""
+    return safe_answer_markdown(text, escape=_readable_chars, line_start=_readable_line_start)
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters, cut at a word boundary with "…"
+    (text without spaces, such as Chinese, is cut at the limit)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def match_spans(text: str, query: str) -> list[tuple[int, int]]:

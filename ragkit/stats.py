@@ -49,8 +49,14 @@ def documents_by(kb: KnowledgeBase, field: str) -> pd.DataFrame:
     return pd.DataFrame(sorted(counts.items()), columns=[field, "documents"])
 
 
+# How each answer was made, in the words a chart legend shows (the stored mode is an identifier).
+ANSWER_KINDS = {"extractive": "quoted from the documents", "llm": "written by a model",
+                "not_found": "not in the documents"}
+
+
 def turns_frame(history: HistoryManager) -> pd.DataFrame:
-    """One row per answered question: time, session, mode, model, latency, tokens, scores."""
+    """One row per answered question: time, session, mode (and ``answered``, the mode in
+    words), model, latency, tokens, scores."""
     rows = []
     for session_id, turn in history.all_turns():
         cited = [s.score for s in turn.sources if s.cited]
@@ -58,6 +64,7 @@ def turns_frame(history: HistoryManager) -> pd.DataFrame:
             "session": session_id,
             "asked": pd.to_datetime(turn.created_at, unit="s"),
             "mode": turn.mode,
+            "answered": ANSWER_KINDS.get(turn.mode, turn.mode.replace("_", " ")),
             "model": turn.model or "extractive",
             "latency_ms": turn.timings.get("total_ms", 0.0),
             "retrieve_ms": turn.timings.get("retrieve_ms", 0.0),
@@ -69,7 +76,7 @@ def turns_frame(history: HistoryManager) -> pd.DataFrame:
             "sources": len(turn.sources),
             "failed_over": bool(turn.error),
         })
-    columns = ["session", "asked", "mode", "model", "latency_ms", "retrieve_ms", "generate_ms",
+    columns = ["session", "asked", "mode", "answered", "model", "latency_ms", "retrieve_ms", "generate_ms",
                "input_tokens", "output_tokens", "top_score", "cited_score", "sources", "failed_over"]
     return pd.DataFrame(rows, columns=columns)
 

@@ -84,6 +84,11 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
+def nav_links(page):
+    """The sidebar's links to the app's pages (drawn by streamlit_app.py with st.page_link)."""
+    return page.get_by_test_id("stSidebar").get_by_test_id("stPageLink-NavLink")
+
+
 def go(page, name: str, attempts: int = 4) -> None:
     """Open a page from the sidebar navigation and wait for its heading. A click that lands
     while the app redraws the page after a rerun can be lost (a user clicks again): so does this."""
@@ -91,7 +96,7 @@ def go(page, name: str, attempts: int = 4) -> None:
 
     url = f"**/{'' if name == 'Chat' else name.lower()}*"
     for attempt in range(attempts):
-        page.get_by_test_id("stSidebarNavLink").filter(has_text=name).click()
+        nav_links(page).filter(has_text=name).click()
         try:
             page.wait_for_url(url, timeout=15_000)
             break
@@ -202,3 +207,22 @@ def select_row(page, text: str) -> None:
     expect(selected).to_contain_text(text)
 
 
+
+
+# An init script (page.add_init_script) that writes down, from the first paint on, everything
+# the sidebar's page list ever showed and whether "Page not found" ever appeared: the checks
+# then cover the seconds before the app's script has run, not only the final page.
+WATCH_JS = """(() => {
+  const seen = window.__ragkitSeen = new Set();
+  const look = () => {
+    for (const link of document.querySelectorAll('[data-testid=stSidebarNav] a, [data-testid=stSidebarNavLink]'))
+      seen.add('nav: ' + link.textContent.trim());
+    if (document.body && document.body.textContent.includes('Page not found')) seen.add('Page not found');
+  };
+  new MutationObserver(look).observe(document, {childList: true, subtree: true, characterData: true});
+})();"""
+
+
+def seen_since_load(page) -> list[str]:
+    """What WATCH_JS wrote down in this tab (sorted)."""
+    return sorted(page.evaluate("[...(window.__ragkitSeen || [])]"))

@@ -55,3 +55,19 @@ def assert_inert(markdown: str, allowed: set[str]) -> None:
         assert not unescaped(markdown, char), f"unescaped {char!r} in {markdown[:300]!r}"
     directives = [at for at in unescaped(markdown, ":") if re.match(r"[\w/+-]", markdown[at + 1 : at + 2])]
     assert not directives, f"a ':' that could start a directive or shortcode in {markdown[:300]!r}"
+
+
+def assert_inert_for_viewers(markdown: str, allowed: set[str]) -> None:
+    """Fail unless ``markdown`` renders to the ``allowed`` elements only in CommonMark (+ GFM
+    tables and strikethrough), with nothing GFM turns into a link after parsing, no maths
+    ($ pairs) and no raw HTML: what an exported file must be in any viewer (GitHub,
+    Obsidian, VS Code). Streamlit's own shortcodes and directives do not apply there."""
+    rendered, texts = parse(markdown)
+    assert tags(rendered) <= allowed, f"{tags(rendered) - allowed} in {rendered[:300]!r}"
+    for text in texts:
+        for pattern in REWRITTEN_AFTER_PARSING[:2]:
+            assert not pattern.search(text), f"{pattern.pattern} would rewrite {text[:200]!r}"
+    for char in "<`|~":
+        assert not unescaped(markdown, char), f"unescaped {char!r} in {markdown[:300]!r}"
+    for line in markdown.splitlines():
+        assert len(unescaped(line, "$")) < 2, f"a $ pair could open maths in {line[:200]!r}"

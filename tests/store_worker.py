@@ -81,7 +81,7 @@ def install_pause(point: str | None, embedder: HashingEmbedder) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)
     parser.add_argument("data_dir")
     parser.add_argument("--pause-at")
     parser.add_argument("command", choices=["ingest", "delete", "open"])

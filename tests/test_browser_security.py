@@ -22,11 +22,14 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import (  # noqa: F401 (fixtures)
+    WATCH_JS,
     ask,
     browser,
     go,
+    nav_links,
     page,
     require_chromium,
+    seen_since_load,
     select_row,
     shot,
     start_app,
@@ -162,10 +165,11 @@ def locked_app_url(tmp_path_factory):
 
 
 def test_a_password_protected_app_shows_nothing_before_login(locked_app_url, page):
+    page.add_init_script(WATCH_JS)
     page.goto(f"{locked_app_url}/documents")  # a page's own URL leads to the login too
     password = page.get_by_label("Password", exact=True)
     password.wait_for()
-    expect(page.get_by_test_id("stSidebarNavLink")).to_have_count(0)
+    expect(nav_links(page)).to_have_count(0)
     expect(page.get_by_text(re.compile("Knowledge base|Conversations|Answer mode|Tags for new files"))).to_have_count(0)
 
     password.fill("wrong")
@@ -175,9 +179,11 @@ def test_a_password_protected_app_shows_nothing_before_login(locked_app_url, pag
     password.fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.get_by_role("heading", name="Chat with your documents").wait_for()
-    page.get_by_test_id("stSidebarNavLink").filter(has_text="Documents").wait_for()
+    expect(nav_links(page)).to_have_text([re.compile(f"{name}$") for name in ("Chat", "Documents", "Stats")])
+    assert seen_since_load(page) == [], "no page list of Streamlit's and no 'Page not found', ever"
 
     page.get_by_role("button", name="Log out").click()
     page.get_by_label("Password", exact=True).wait_for()
     page.get_by_role("heading", name="Chat with your documents").wait_for(state="detached")
-    expect(page.get_by_test_id("stSidebarNavLink")).to_have_count(0)
+    expect(nav_links(page)).to_have_count(0)
+    assert seen_since_load(page) == []

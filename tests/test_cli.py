@@ -88,3 +88,23 @@ def test_ask_explains_how_it_answered_and_says_when_nothing_was_found(data_dir):
     assert "closest matches (not used as sources):" in traced.stdout
     assert "how this was answered:" in traced.stdout and "Graded the evidence" in traced.stdout
     assert "Not found" in traced.stdout
+
+
+def test_a_model_must_be_named_in_full_and_be_configured(tmp_path):
+    abbreviated = run(tmp_path, "ask", "Who founded Aurora?", "--mode", "extractive")
+    assert abbreviated.returncode == 2 and "unrecognized arguments: --mode" in abbreviated.stderr
+    unknown = run(tmp_path, "ask", "Who founded Aurora?", "--model", "no-such-model", "--session", "m")
+    assert unknown.returncode == 1
+    assert "no model 'no-such-model' is configured; the known ones are: extractive" in unknown.stderr
+    assert unknown.stdout == "" and "no sessions yet" in run(tmp_path, "sessions").stdout
+
+
+def test_replace_last_and_search_sessions(tmp_path):
+    assert run(tmp_path, "ask", "Who founded Aurora in Lisbonn?", "--session", "edit").returncode == 0
+    edited = run(tmp_path, "ask", "Who founded Aurora?", "--session", "edit", "--replace-last")
+    assert edited.returncode == 0, edited.stderr
+    assert "no conversation holds" in run(tmp_path, "sessions", "search", "lisbonn").stdout
+    found = run(tmp_path, "sessions", "search", "aurora")
+    assert found.stdout.startswith("edit ") and "1 turns" in run(tmp_path, "sessions").stdout
+    exported = run(tmp_path, "sessions", "export", "edit").stdout
+    assert "Lisbonn" in exported and "asked again with an edited question" in exported

@@ -10,10 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from inert_markdown import ANSWER_TAGS, PLAIN_TAGS, assert_inert, parse, tags, visible
+from inert_markdown import ANSWER_TAGS, PLAIN_TAGS, assert_inert, assert_inert_for_viewers, parse, tags, visible
 from ragkit.citations import Source, strip_html
 from ragkit.history import HistoryManager, Turn
-from ragkit.render import WORD_JOINER, escape_line, escape_markdown, match_spans, safe_answer_markdown
+from ragkit.render import (
+    WORD_JOINER,
+    escape_line,
+    escape_markdown,
+    match_spans,
+    readable_answer_markdown,
+    readable_line,
+    safe_answer_markdown,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 URL = "http://127.0.0.1:8765"
@@ -64,11 +72,29 @@ def test_answers_keep_only_the_allow_list(text):
     assert_inert(safe_answer_markdown(text), ANSWER_TAGS)
 
 
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_exported_text_renders_literally_in_any_viewer_and_reads_as_typed(text):
+    assert_inert_for_viewers(readable_line(text), PLAIN_TAGS)
+    assert_inert_for_viewers(readable_answer_markdown(text), ANSWER_TAGS)
+    rendered, _ = parse(readable_line(text))
+    assert " ".join(visible(rendered).split()) == " ".join(text.split()), "the reader sees exactly the input"
+
+
+def test_exported_prose_keeps_its_punctuation_and_times():
+    prose = "Dr. Silva met at 14:33 in the well-known café (room 2.1) - see report_en-2.pdf: 18% growth [1]."
+    assert readable_line(prose) == prose
+    assert readable_line("1. first") == "1\\. first" and readable_line("- item") == "\\- item"
+    assert readable_line("see https://x.io or www.x.io") == f"see https:{WORD_JOINER}//x.io or www{WORD_JOINER}.x.io"
+
+
 @pytest.mark.parametrize("text", LONG, ids=["images", "brackets", "emphasis", "angles", "list"])
 def test_very_long_hostile_inputs_are_inert_and_fast(text):
     started = time.perf_counter()
     answer, line = safe_answer_markdown(text), escape_line(text)
     assert time.perf_counter() - started < 5, "linear-time escaping"
+    exported = readable_answer_markdown(text), readable_line(text)
+    assert_inert_for_viewers(exported[0], ANSWER_TAGS)
+    assert_inert_for_viewers(exported[1], PLAIN_TAGS)
     assert_inert(answer, ANSWER_TAGS)
     assert_inert(line, PLAIN_TAGS)
 
@@ -122,7 +148,7 @@ def test_markdown_export_is_inert_in_any_commonmark_viewer(tmp_path):
         exported = json.loads(history.export_json("s1"))
     finally:
         history.close()
-    assert_inert(markdown, ANSWER_TAGS | {"h1", "h2"})
+    assert_inert_for_viewers(markdown, ANSWER_TAGS | {"h1", "h2"})
     rendered, _ = parse(markdown)
     seen = visible(rendered)
     assert f"Title ![t]({URL}/session.png)" in seen and "x_![n](n.png).md" in seen

@@ -26,7 +26,7 @@ from ..contextualize import clean_rewrite, needs_context, plausible_rewrite, rew
 from ..errors import ReadOnlyDataDir, StorageFull
 from ..extractive import extractive_answer
 from ..history import HistoryManager, TraceStep, Turn
-from ..kb import KnowledgeBase
+from ..kb import KnowledgeBase, plural
 from ..llm import ModelChoice, ModelClients, context_window, explain_llm_error
 from ..retrieval import SearchFilters
 from ..text import count_tokens, is_cjk_text, search_tokens, split_sentences
@@ -546,7 +546,7 @@ def _short(exc: BaseException) -> str:
 def _filter_words(filters: dict) -> str:
     parts = []
     if filters.get("doc_ids"):
-        parts.append(f"{len(filters['doc_ids'])} chosen documents")
+        parts.append(f"{plural(len(filters['doc_ids']), 'chosen document')}")
     if filters.get("tags"):
         parts.append("tags " + ", ".join(filters["tags"]))
     if filters.get("doc_types"):
