@@ -30,6 +30,9 @@ class Settings(BaseSettings):
         default=None, description="http(s)://host:port of a Chroma server; default is on disk"
     )
     collection: str = "ragkit"
+    keep_originals: bool = Field(
+        default=True, description="keep each added file (by its SHA-256) so it can be viewed and downloaded")
+    originals_dir: Path | None = Field(default=None, description="where the kept files go; default data_dir/originals")
     samples_dir: Path = Path(__file__).resolve().parent.parent / "data" / "samples"
 
     # embeddings
@@ -50,6 +53,15 @@ class Settings(BaseSettings):
     max_unpacked_mb: float = Field(
         default=100.0, gt=0, description="largest uncompressed content of a file: the parts of a DOCX, a PDF's streams"
     )
+    ocr: bool = Field(default=True, description="read images and PDF pages without a text layer by OCR")
+    ocr_max_pages: int = Field(default=100, ge=1, le=10_000, description="scanned pages of one PDF read by OCR")
+
+    # web pages
+    url_timeout_s: float = Field(default=20.0, gt=0, le=600, description="longest wait for a web page, in all")
+    url_max_mb: float = Field(default=10.0, gt=0, description="largest web page fetched")
+    url_allow_private: bool = Field(
+        default=False, description="fetch pages from loopback, private and link-local addresses (an intranet)")
+
     chunk_tokens: int = Field(default=256, ge=32, le=4096)
     chunk_overlap_tokens: int = Field(default=48, ge=0)
 
@@ -131,6 +143,11 @@ class Settings(BaseSettings):
         path = self.data_dir.expanduser().resolve()
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def originals_path(self) -> Path:
+        """Where the original files are kept (not created until one is written)."""
+        return self.originals_dir.expanduser().resolve() if self.originals_dir else self.data_path / "originals"
 
     @property
     def llm_enabled(self) -> bool:

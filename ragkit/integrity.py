@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalog import Catalog, DocumentRecord
+from .catalog import DEFAULT_KB_ID, DEFAULT_KB_NAME, Catalog, DocumentRecord
 from .errors import StoreInconsistent
 from .passages import Passage
 from .text import search_tokens
@@ -188,7 +188,7 @@ def documents_from_vectors(vectors: list[tuple[StoredVector, str]]) -> tuple[Doc
         size_bytes=int(meta.get("size_bytes", 0) or 0),
         pages=int(meta.get("pages") or max(p.page for p in passages)), chunks=len(passages),
         tokens=sum(p.tokens for p in passages), created_at=float(meta.get("created_at", 0) or 0),
-        updated_at=float(meta.get("created_at", 0) or 0),
+        updated_at=float(meta.get("created_at", 0) or 0), kb_id=str(meta.get("kb_id") or DEFAULT_KB_ID),
     )
     return record, passages
 
@@ -232,6 +232,8 @@ def repair(catalog: Catalog, store: VectorStore, indexer, embedder) -> RepairRep
     if found.unknown:
         for doc_id, vectors in vectors_by_document(store, set(found.unknown)).items():
             record, passages = documents_from_vectors(vectors)
+            catalog.ensure_knowledge_base(record.kb_id, str(vectors[0][0].metadata.get("kb_name") or "")
+                                          or (DEFAULT_KB_NAME if record.kb_id == DEFAULT_KB_ID else record.kb_id))
             catalog.restore(record, passages, [search_tokens(p.text) for p in passages])
             report.restored_documents.append(record.filename)
         found = inspect(catalog, store, full=True)

@@ -1,7 +1,8 @@
 """The vector store: passage vectors in a Chroma collection (on disk, or a Chroma server).
 
 Each vector carries its passage's text and enough metadata (document, version, file,
-title, type, hash, source, tags) to rebuild the catalog if it is lost (``repair``).
+title, type, hash, source, tags, knowledge base) to rebuild the catalog if it is lost
+(``repair``).
 
 Embedded Chroma keeps the vector index in each process's memory: a process does not see
 vectors another process added, and a process that writes on top of such a stale view
@@ -95,15 +96,17 @@ class VectorStore:
         """Number of stored vectors."""
         return self._collection.count()
 
-    def add(self, passages: list[Passage], vectors: np.ndarray, documents: dict[str, DocumentRecord]) -> None:
-        """Write passages with their vectors and recovery metadata, in batches."""
+    def add(self, passages: list[Passage], vectors: np.ndarray, documents: dict[str, DocumentRecord],
+            kb_names: dict[str, str] | None = None) -> None:
+        """Write passages with their vectors and recovery metadata (``kb_names``: knowledge
+        base id -> name, so that ``repair`` can name a knowledge base it restores), in batches."""
         with self._lock:
             for start in range(0, len(passages), WRITE_BATCH):
                 part = passages[start : start + WRITE_BATCH]
                 self._collection.add(
                     ids=[p.id for p in part],
                     documents=[p.text for p in part],
-                    metadatas=[_metadata(p, documents[p.doc_id]) for p in part],
+                    metadatas=[_metadata(p, documents[p.doc_id], kb_names or {}) for p in part],
                     embeddings=vectors[start : start + WRITE_BATCH],
                 )
 
@@ -204,7 +207,7 @@ class VectorStore:
             )
 
 
-def _metadata(passage: Passage, document: DocumentRecord) -> dict:
+def _metadata(passage: Passage, document: DocumentRecord, kb_names: dict[str, str]) -> dict:
     return {
         "doc_id": passage.doc_id, "version": passage.version, "page": passage.page,
         "position": passage.position, "start": passage.start, "end": passage.end, "tokens": passage.tokens,
@@ -212,4 +215,5 @@ def _metadata(passage: Passage, document: DocumentRecord) -> dict:
         "content_hash": document.content_hash, "source": document.source,
         "tags": json.dumps(document.tags, ensure_ascii=False), "size_bytes": document.size_bytes,
         "pages": document.pages, "created_at": document.created_at,
+        "kb_id": document.kb_id, "kb_name": kb_names.get(document.kb_id, ""),
     }
