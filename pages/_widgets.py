@@ -40,8 +40,9 @@ STATUS_ICON = {
 STATUS_TEXT = {"added": "Added", "new_version": "New version", "unchanged": "Unchanged", "refused": "Refused"}
 
 
-UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv"]  # Streamlit lists .htm as HTML
-UPLOAD_TYPES_LABEL = "PDF, DOCX, TXT, MD, HTML, CSV"
+UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv", ".xlsx", ".pptx", ".png", ".jpg",
+                ".jpeg", ".webp", ".bmp", ".tif", ".tiff"]  # Streamlit lists .htm as HTML
+UPLOAD_TYPES_LABEL = "PDF, DOCX, XLSX, PPTX, TXT, MD, HTML, CSV or image (PNG, JPG…)"
 JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"
@@ -166,9 +167,9 @@ def track_jobs(jobs: list[IngestJob]) -> None:
     st.session_state[JOBS_KEY] = list(st.session_state.get(JOBS_KEY) or []) + [job.id for job in jobs]
 
 
-def queue_samples(service: RagService) -> None:
-    """Button callback: send the sample documents to the upload queue."""
-    track_jobs(service.queue_samples())
+def queue_samples(service: RagService, kb_id: str = "") -> None:
+    """Button callback: send the sample documents to the upload queue (into ``kb_id``)."""
+    track_jobs(service.queue_samples(kb_id))
 
 
 def indexing_running(service: RagService) -> bool:
@@ -240,9 +241,14 @@ def source_heading(source: Source, bold: bool = False, numbered: bool = True) ->
     return f"{f'**{label}**' if bold else label} · {escape_line(source.filename)} · page {source.page}"
 
 
-def render_source(source: Source, query: str, numbered: bool = True) -> None:
-    """One source: where it is from, the passage it relies on (query words highlighted), the scores."""
+def render_source(source: Source, query: str, numbered: bool = True, key: str = "") -> None:
+    """One source: where it is from, the passage it relies on (query words highlighted), the scores;
+    with ``key``, a button that opens it in the source viewer."""
+    from pages._viewer import source_button
+
     st.markdown(source_heading(source, bold=True, numbered=numbered))
+    if key:
+        source_button(source, key)
     st.markdown(quote_markdown(source.quote, query))
     scores = [f"relevance {source.score:.2f}"]
     if source.dense_score is not None:
@@ -252,8 +258,12 @@ def render_source(source: Source, query: str, numbered: bool = True) -> None:
     st.caption(" · ".join(scores))
 
 
-def render_source_panel(sources: list[Source], question: str, searched_as: str, expanded: bool = False) -> None:
-    """The citation panel of one answer: cited sources, then what was also retrieved."""
+def render_source_panel(sources: list[Source], question: str, searched_as: str, expanded: bool = False,
+                        key: str = "") -> None:
+    """The citation panel of one answer: cited sources, then what was also retrieved (with
+    ``key``, each opens in the source viewer)."""
+    from pages._viewer import source_button
+
     if not sources:
         return
     cited = [s for s in sources if s.cited]
@@ -264,17 +274,20 @@ def render_source_panel(sources: list[Source], question: str, searched_as: str, 
         if searched_as and searched_as != question:
             st.caption(f":material/search: Searched as: {escape_line(searched_as)}")
         for source in cited:
-            render_source(source, searched_as or question)
+            render_source(source, searched_as or question, key=key and f"{key}-{source.n}")
         if others and cited:
             st.markdown("**Also retrieved**")
             for source in others:
-                st.caption(f"{source_heading(source)} · relevance {source.score:.2f}")
+                with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+                    st.caption(f"{source_heading(source)} · relevance {source.score:.2f}", width="content")
+                    if key:
+                        source_button(source, f"{key}-{source.n}", compact=True)
         elif others:
             for source in others:
-                render_source(source, searched_as or question)
+                render_source(source, searched_as or question, key=key and f"{key}-{source.n}")
 
 
-def render_closest(sources: list[Source], query: str, expanded: bool = False) -> None:
+def render_closest(sources: list[Source], query: str, expanded: bool = False, key: str = "") -> None:
     """For an answer that is not in the documents: the closest passages, never as [n] sources."""
     if not sources:
         return
@@ -282,7 +295,7 @@ def render_closest(sources: list[Source], query: str, expanded: bool = False) ->
     with st.expander(label, expanded=expanded):
         st.caption("The answer is not in your documents; these passages came closest.")
         for source in sources:
-            render_source(source, query, numbered=False)
+            render_source(source, query, numbered=False, key=key and f"{key}-c{source.n}")
 
 
 def render_trace(turn: Turn) -> None:
@@ -306,8 +319,9 @@ def render_turn(turn: Turn, latest: bool = False) -> None:
                        icon=":material/warning:")
         st.markdown(safe_answer_markdown(turn.answer))
         st.caption(answer_caption(turn))
+        key = f"source-{turn.id}" if turn.id is not None else ""
         if turn.found:
-            render_source_panel(turn.sources, turn.question, turn.standalone_question, expanded=latest)
+            render_source_panel(turn.sources, turn.question, turn.standalone_question, expanded=latest, key=key)
         else:
-            render_closest(turn.closest, turn.standalone_question or turn.question)
+            render_closest(turn.closest, turn.standalone_question or turn.question, key=key)
         render_trace(turn)
