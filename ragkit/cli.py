@@ -137,7 +137,9 @@ def cmd_kb(args) -> int:
         print(f"{base.id}: {terminal_safe(base.name)}")
     elif args.action == "delete":
         deleted = kb.delete_knowledge_base(_need(args.name, "the knowledge base to delete"))
-        print(f"deleted knowledge base {terminal_safe(args.name)} and {len(deleted)} documents")
+        from .kb import plural
+
+        print(f"deleted knowledge base {terminal_safe(args.name)} and {plural(len(deleted), 'document')}")
     return 0
 
 
