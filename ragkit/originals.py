@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import InputError
+
 log = logging.getLogger(__name__)
 
 
@@ -26,7 +28,7 @@ class OriginalStore:
     def path(self, digest: str) -> Path:
         """Where the file with this hash is (or would be) kept."""
         if len(digest) < 8 or not all(char in "0123456789abcdef" for char in digest):
-            raise ValueError(f"not a SHA-256 hex digest: {digest!r}")
+            raise InputError(f"not a SHA-256 hex digest: {digest!r}")
         return self.root / digest[:2] / digest
 
     def has(self, digest: str) -> bool:
