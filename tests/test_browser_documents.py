@@ -53,6 +53,19 @@ def highlighted_pixels(png: bytes) -> int:
     return sum(1 for pixel in pixels if all(abs(a - b) <= 10 for a, b in zip(pixel, target)))
 
 
+PAGE_IMAGE = "[role=dialog] [data-testid=stImage] img"
+
+
+def page_image_loaded(page, other_than: str = "") -> str:
+    """Wait until the viewer's page image is loaded and is not the one at ``other_than``
+    (a turned page); its address."""
+    page.wait_for_function(
+        "([selector, old]) => { const img = document.querySelector(selector);"
+        " return img !== null && img.complete && img.naturalWidth > 0 && img.src !== old; }",
+        arg=[PAGE_IMAGE, other_than])
+    return page.locator(PAGE_IMAGE).get_attribute("src")
+
+
 def open_documents(page, app_url: str) -> None:
     page.goto(f"{app_url}/documents")
     page.get_by_role("heading", name="Documents", exact=True).wait_for()
@@ -77,11 +90,9 @@ def test_a_citation_opens_at_its_pdf_page_highlighted_and_the_original_downloads
     dialog = page.get_by_role("dialog")
     dialog.get_by_text(re.compile(r"Page 1 of \d+")).wait_for()
     dialog.get_by_text("The cited sentences are highlighted.").wait_for()
-    image = dialog.get_by_test_id("stImage").locator("img")
-    expect(image).to_be_visible()
-    image.wait_for(state="visible")
-    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
-    assert highlighted_pixels(image.screenshot()) > 500, "the highlight colour is drawn on the page image"
+    cited_page = page_image_loaded(page)
+    assert highlighted_pixels(page.locator(PAGE_IMAGE).screenshot()) > 500, "the highlight is drawn on the page"
+    dialog.get_by_text(re.compile(r"Page 1 of \d+")).scroll_into_view_if_needed()
     shot(page, "viewer-pdf-1280")
 
     with page.expect_download() as download:
@@ -92,9 +103,14 @@ def test_a_citation_opens_at_its_pdf_page_highlighted_and_the_original_downloads
     dialog.get_by_role("button", name="Next page").click()
     dialog.get_by_text(re.compile(r"Page 2 of \d+")).wait_for()
     dialog.get_by_text("The citation is on page 1.").wait_for()
+    next_page = page_image_loaded(page, other_than=cited_page)
+    assert highlighted_pixels(page.locator(PAGE_IMAGE).screenshot()) == 0, "nothing is cited on page 2"
     page.set_viewport_size({"width": 390, "height": 844})
     dialog.get_by_role("button", name="Previous page").click()
     dialog.get_by_text("The cited sentences are highlighted.").wait_for()
+    page_image_loaded(page, other_than=next_page)
+    assert highlighted_pixels(page.locator(PAGE_IMAGE).screenshot()) > 100, "back on page 1, highlighted again"
+    dialog.get_by_text(re.compile(r"Page 1 of \d+")).scroll_into_view_if_needed()
     shot(page, "viewer-pdf-390")
 
 
@@ -195,6 +211,11 @@ def test_a_scanned_pdf_made_here_is_read_by_ocr_and_answers(app_url, page, tmp_p
     open_documents(page, app_url)
     upload(page, scan)
     result_row(page, r"scanned_memo\.pdf: added .*1 page read by OCR \(p\. 1\)").wait_for()
+    go(page, "Chat")
+    ask(page, "When does the ferry to Inchcolm leave?")
+    answer = page.get_by_test_id("stChatMessage").last
+    answer.get_by_text(re.compile(r"scanned_memo\.pdf")).first.wait_for()
+    expect(answer).to_contain_text(re.compile(r"07\W{0,2}45"))  # a word joiner may follow the colon
 
 
 def test_the_documents_page_keeps_the_conversation_through_a_reload(app_url, page):
