@@ -181,3 +181,41 @@ def test_cli_knowledge_bases(tmp_path):
     assert run_cli(data, "kb", "rename", "Work", "Office").returncode == 0
     deleted = run_cli(data, "kb", "delete", "Office")
     assert deleted.returncode == 0 and "and 1 document" in deleted.stdout
+
+
+def test_stats_count_questions_per_day_name_outcomes_in_words_and_keep_raw_similarity(kb, monkeypatch):
+    from datetime import timezone
+
+    import pandas as pd
+
+    import ragkit.stats
+    from ragkit.chat import ChatEngine
+    from ragkit.stats import questions_per_day, turns_frame
+
+    work = kb.create_knowledge_base("Work")
+    kb.ingest(HARBOUR, filename="harbour.md")
+    kb.ingest(LIGHTHOUSE, filename="lighthouse.md", knowledge_base="Work")
+    engine = ChatEngine(kb.settings, kb)
+    engine.history.set_session_knowledge_bases("s1", [work.id])
+    engine.ask("s1", "What does the lighthouse keeper log?")
+    engine.ask("s2", "Who operates the harbour crane?")
+    engine.ask("s2", "What is the capital of Mongolia?")
+
+    turns = turns_frame(engine.history)
+    assert len(turns) == 3 and "not_found" not in set(turns["outcome"])
+    assert "not in the documents" in set(turns["outcome"]) and "quoted from the documents" in set(turns["outcome"])
+    answered = turns[turns["mode"] == "extractive"]
+    assert (answered["top_score"] == 1.0).all()  # the fused relevance: the best passage of a search is 1.0
+    assert answered["best_similarity"].between(0.05, 0.95).all()  # the raw cosine tells questions apart
+    assert answered["best_similarity"].nunique() == len(answered)
+    assert len(turns_frame(engine.history, work.id)) == 3  # s2 searched every knowledge base, Work included
+    assert len(turns_frame(engine.history, "default")) == 2  # s1 searched Work only
+
+    monkeypatch.setattr(ragkit.stats, "_local_zone", lambda: timezone.utc)  # days are counted in local time
+    today = pd.Timestamp("2026-03-20")
+    asked = pd.to_datetime(pd.Series([pd.Timestamp("2026-03-18 09:00", tz="UTC").timestamp(),
+                                      pd.Timestamp("2026-03-18 15:00", tz="UTC").timestamp(),
+                                      pd.Timestamp("2026-03-20 10:00", tz="UTC").timestamp()]), unit="s")
+    per_day = questions_per_day(pd.DataFrame({"asked": asked}), today=today, min_days=5)
+    assert list(per_day["day"].dt.strftime("%m-%d")) == ["03-16", "03-17", "03-18", "03-19", "03-20"]
+    assert list(per_day["questions"]) == [0, 0, 2, 0, 1]  # days without questions are bars of 0
