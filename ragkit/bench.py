@@ -141,7 +141,8 @@ def run_bench(settings: Settings, quick: bool = False, report: Report | None = N
         say("the onnx-int8 embedding backend")
         figures.update(measure_onnx(local, embedder, workload))
         say("OCR of a scanned page, a web page by URL")
-        figures.update(measure_ocr_and_url(local.model_copy(update={"data_dir": root / "pages"}), embedder))
+        figures.update(measure_ocr_and_url(local.model_copy(update={"data_dir": root / "pages"}), embedder,
+                                            scan_lines=8 if quick else 24))
         say("answers")
         figures.update(measure_answers(local.model_copy(update={"data_dir": root / "answers"}), embedder))
         say("concurrent chat while indexing")
@@ -171,8 +172,8 @@ def scanned_page_pdf(lines: int = 24) -> bytes:
     return out.getvalue()
 
 
-def measure_ocr_and_url(settings: Settings, embedder) -> dict:
-    """OCR of one scanned A4 page (the engine's first load apart), whether a process that
+def measure_ocr_and_url(settings: Settings, embedder, scan_lines: int = 24) -> dict:
+    """OCR of one scanned A4 page of ``scan_lines`` lines (the engine's first load apart), whether a process that
     reads no scan imports the OCR engine at all, and a web page added by URL from a local
     server (fetch and main-text extraction apart from the whole ingest)."""
     import http.server
@@ -186,7 +187,7 @@ def measure_ocr_and_url(settings: Settings, embedder) -> dict:
             "print(int('rapidocr_onnxruntime' in sys.modules or 'cv2' in sys.modules))")
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     figures["ocr_imported_without_scans"] = probe.stdout.strip() == "1"
-    scan = scanned_page_pdf()
+    scan = scanned_page_pdf(scan_lines)
     started = time.perf_counter()
     from .ocr import engine
 

@@ -39,9 +39,19 @@ require_chromium()
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    """The app, allowed to fetch pages from this machine (the test's own web server)."""
-    yield from start_app(tmp_path_factory, RAGKIT_URL_ALLOW_PRIVATE="true")
+def app_url(tmp_path_factory, browser):
+    """The app, allowed to fetch pages from this machine (the test's own web server), opened
+    once until its chat box shows: loading the model at first start takes minutes on a busy
+    machine, more than a step of a test may wait, whichever test comes first."""
+    app = start_app(tmp_path_factory, RAGKIT_URL_ALLOW_PRIVATE="true")
+    url = next(app)
+    context = browser.new_context()
+    warm = context.new_page()
+    warm.goto(url)
+    warm.get_by_placeholder("Ask a question about your documents").wait_for(timeout=600_000)
+    context.close()
+    yield url
+    next(app, None)  # stops the app
 
 
 def highlighted_pixels(png: bytes) -> int:
