@@ -41,8 +41,9 @@ STATUS_ICON = {
 STATUS_TEXT = {"added": "Added", "new_version": "New version", "unchanged": "Unchanged", "refused": "Refused"}
 
 
-UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv"]  # Streamlit lists .htm as HTML
-UPLOAD_TYPES_LABEL = "PDF, DOCX, TXT, MD, HTML, CSV"
+UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv", ".xlsx", ".pptx", ".png", ".jpg",
+                ".jpeg", ".webp", ".bmp", ".tif", ".tiff"]  # Streamlit lists .htm as HTML
+UPLOAD_TYPES_LABEL = "PDF, DOCX, XLSX, PPTX, TXT, MD, HTML, CSV or image (PNG, JPG…)"
 JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"
@@ -167,9 +168,9 @@ def track_jobs(jobs: list[IngestJob]) -> None:
     st.session_state[JOBS_KEY] = list(st.session_state.get(JOBS_KEY) or []) + [job.id for job in jobs]
 
 
-def queue_samples(service: RagService) -> None:
-    """Button callback: send the sample documents to the upload queue."""
-    track_jobs(service.queue_samples())
+def queue_samples(service: RagService, kb_id: str = "") -> None:
+    """Button callback: send the sample documents to the upload queue (into ``kb_id``)."""
+    track_jobs(service.queue_samples(kb_id))
 
 
 def indexing_running(service: RagService) -> bool:
@@ -241,10 +242,15 @@ def source_heading(source: Source, bold: bool = False, numbered: bool = True) ->
     return f"{f'**{label}**' if bold else label} · {escape_line(source.filename)} · page {source.page}"
 
 
-def render_source(source: Source, query: str, numbered: bool = True) -> None:
+def render_source(source: Source, query: str, numbered: bool = True, key: str = "") -> None:
     """One source: where it is from, the passage it relies on (query words highlighted), and
-    how well it matches in words (the numbers on hover)."""
+    how well it matches in words (the numbers on hover); with ``key``, a button that opens
+    it in the source viewer."""
+    from pages._viewer import source_button
+
     st.markdown(source_heading(source, bold=True, numbered=numbered))
+    if key:
+        source_button(source, key)
     st.markdown(quote_markdown(source.quote, query))
     strength = match_strength(query, source, _service_future().result().settings)
     st.markdown(f"{MATCH_BADGE[strength.label]} {strength.detail}", help=strength.scores)
@@ -255,8 +261,12 @@ MATCH_BADGE = {"strong match": ":green-badge[strong match]", "partial match": ":
                "weak match": ":gray-badge[weak match]"}
 
 
-def render_source_panel(sources: list[Source], question: str, searched_as: str, expanded: bool = False) -> None:
-    """The citation panel of one answer: cited sources, then what was also retrieved."""
+def render_source_panel(sources: list[Source], question: str, searched_as: str, expanded: bool = False,
+                        key: str = "") -> None:
+    """The citation panel of one answer: cited sources, then what was also retrieved (with
+    ``key``, each opens in the source viewer)."""
+    from pages._viewer import source_button
+
     if not sources:
         return
     cited = [s for s in sources if s.cited]
@@ -268,20 +278,23 @@ def render_source_panel(sources: list[Source], question: str, searched_as: str, 
         if searched_as and searched_as != question:
             st.markdown(f":material/search: Searched as: {escape_line(searched_as)}")
         for source in cited:
-            render_source(source, query)
+            render_source(source, query, key=key and f"{key}-{source.n}")
         if others and cited:
             st.markdown("**Also retrieved**")
             settings = _service_future().result().settings
             for source in others:
                 strength = match_strength(query, source, settings)
-                st.markdown(f"{source_heading(source)} · {MATCH_BADGE[strength.label]}",
-                            help=f"{strength.detail} · {strength.scores}")
+                with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+                    st.markdown(f"{source_heading(source)} · {MATCH_BADGE[strength.label]}",
+                                help=f"{strength.detail} · {strength.scores}", width="content")
+                    if key:
+                        source_button(source, f"{key}-{source.n}", compact=True)
         elif others:
             for source in others:
-                render_source(source, query)
+                render_source(source, query, key=key and f"{key}-{source.n}")
 
 
-def render_closest(sources: list[Source], query: str, expanded: bool = False) -> None:
+def render_closest(sources: list[Source], query: str, expanded: bool = False, key: str = "") -> None:
     """For an answer that is not in the documents: the closest passages, never as [n] sources."""
     if not sources:
         return
@@ -289,7 +302,7 @@ def render_closest(sources: list[Source], query: str, expanded: bool = False) ->
     with st.expander(label, expanded=expanded):
         st.caption("The answer is not in your documents; these passages came closest.")
         for source in sources:
-            render_source(source, query, numbered=False)
+            render_source(source, query, numbered=False, key=key and f"{key}-c{source.n}")
 
 
 def render_trace(turn: Turn) -> None:
@@ -321,10 +334,11 @@ def render_turn(turn: Turn, latest: bool = False, actions: Callable[[Turn], None
         st.caption(answer_caption(turn))
         if actions is not None:
             actions(turn)
+        key = f"source-{turn.id}" if turn.id is not None else ""
         if turn.found:
-            render_source_panel(turn.sources, turn.question, turn.standalone_question, expanded=latest)
+            render_source_panel(turn.sources, turn.question, turn.standalone_question, expanded=latest, key=key)
         else:
-            render_closest(turn.closest, turn.standalone_question or turn.question)
+            render_closest(turn.closest, turn.standalone_question or turn.question, key=key)
         render_trace(turn)
 
 

@@ -90,6 +90,13 @@ def choose_model(session_id: str) -> None:
     history.set_session_model(session_id, st.session_state[f"model-{session_id}"])
 
 
+def choose_knowledge_bases(session_id: str) -> None:
+    """Remember the knowledge bases this conversation searches (and start the next new one with them)."""
+    chosen = st.session_state[f"kbs-{session_id}"]
+    history.set_session_knowledge_bases(session_id, chosen)
+    st.session_state["last-kbs"] = chosen
+
+
 def clear_filters(session_id: str) -> None:
     st.session_state[f"filter-docs-{session_id}"] = []
     st.session_state[f"filter-tags-{session_id}"] = []
@@ -213,15 +220,28 @@ with st.sidebar:
                      format_func={choice.id: choice.label for choice in choices}.get, key=f"model-{session_id}",
                      on_change=choose_model, args=(session_id,), help="Remembered for this conversation")
 
-    documents = service.kb.documents()
+    bases = {base.id: base.name for base in service.kb.knowledge_bases()}
+    if f"kbs-{session_id}" not in st.session_state:  # its own choice, else the last one made in this tab
+        remembered = service.engine.knowledge_bases_for(session_id)
+        if remembered is None and not history.exists(session_id):
+            remembered = [kb_id for kb_id in st.session_state.get("last-kbs") or [] if kb_id in bases] or None
+            if remembered:
+                history.set_session_knowledge_bases(session_id, remembered)
+        st.session_state[f"kbs-{session_id}"] = remembered or []
     st.markdown("#### Search only in…")
+    chosen_kbs = st.multiselect("Knowledge bases", options=list(bases), format_func=bases.get,
+                                key=f"kbs-{session_id}", placeholder="all knowledge bases",
+                                on_change=choose_knowledge_bases, args=(session_id,),
+                                help="Remembered for this conversation")
+    chosen_kbs = [kb_id for kb_id in chosen_kbs if kb_id in bases]
+    documents = service.kb.documents(chosen_kbs or None)
     titles = {doc.id: f"{doc.title} ({doc.filename})" for doc in documents}  # options are plain text, not Markdown
     chosen_docs = st.multiselect("Documents", options=list(titles), format_func=titles.get,
                                  key=f"filter-docs-{session_id}", placeholder="all documents")
-    chosen_tags = st.multiselect("Tags", options=service.kb.tags(), key=f"filter-tags-{session_id}",
+    chosen_tags = st.multiselect("Tags", options=service.kb.tags(chosen_kbs or None), key=f"filter-tags-{session_id}",
                                  placeholder="all tags")
 
-filters = SearchFilters(doc_ids=chosen_docs or None, tags=chosen_tags or None)
+filters = SearchFilters(doc_ids=chosen_docs or None, tags=chosen_tags or None, knowledge_bases=chosen_kbs or None)
 indexing = indexing_running(service)
 
 if notice := st.session_state.pop(NOTICE, None):
@@ -371,7 +391,7 @@ elif pending:
     del st.session_state[PENDING]
     answer(pending[1])
 
-allowed = allowed_documents(filters, documents)
+allowed = allowed_documents(filters, documents) if filters.narrows() else None
 if allowed is not None:
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key="filter-note"):
         st.caption(f":material/filter_alt: Searching {len(allowed)} of {plural(len(documents), 'document')} ·",

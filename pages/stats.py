@@ -4,18 +4,20 @@ import altair as alt
 import streamlit as st
 
 from pages._access import require_access
+from pages._kb import ALL, keep_session_in_url, knowledge_base_picker
 from pages._widgets import get_service, render_feedback_summary
 from ragkit.stats import (
     conversation_labels,
     documents_by,
     documents_frame,
     overview,
-    questions_over_time,
+    questions_per_day,
     token_usage,
     turns_frame,
 )
 
 require_access()
+keep_session_in_url()
 st.title("Stats")
 COUNT_AXIS = alt.Axis(tickMinStep=1, format="d")
 LABEL_AXIS = alt.Axis(labelLimit=180)  # long titles end in "…" instead of widening the chart
@@ -37,7 +39,10 @@ def bars(frame, x: str, y: str, title: str, color: str, count: bool = False) -> 
     )
 
 
-summary = overview(kb, history)
+picked = knowledge_base_picker(kb, allow_all=True, key="stats-kb-picker")
+kb_id = None if picked == ALL else picked
+scope = [kb_id] if kb_id else None
+summary = overview(kb, history, kb_id)
 with st.container(horizontal=True, gap="medium"):
     st.metric("Documents", summary.documents)
     st.metric("Passages", summary.chunks)
@@ -54,12 +59,12 @@ st.subheader("Knowledge base")
 left, right = st.columns(2)
 with left:
     st.markdown("**Documents by type**")
-    chart(bars(documents_by(kb, "type"), "documents", "type", "documents", "#2563eb", count=True))
+    chart(bars(documents_by(kb, "type", scope), "documents", "type", "documents", "#2563eb", count=True))
 with right:
     st.markdown("**Documents by tag**")
-    chart(bars(documents_by(kb, "tag"), "documents", "tag", "documents", "#16a34a", count=True))
+    chart(bars(documents_by(kb, "tag", scope), "documents", "tag", "documents", "#16a34a", count=True))
 
-docs = documents_frame(kb)
+docs = documents_frame(kb, scope)
 left, right = st.columns(2)
 with left:
     st.markdown("**Passages per document**")
@@ -69,27 +74,25 @@ with right:
     chart(bars(docs, "tokens", "title", "tokens", "#ea580c"))
 
 st.subheader("Questions and answers")
-turns = turns_frame(history)
+turns = turns_frame(history, kb_id)
 if turns.empty:
     st.info("No questions asked yet: the usage charts appear after the first answers.", icon=":material/forum:")
     st.stop()
 
 left, right = st.columns(2)
 with left:
-    st.markdown("**Questions over time**")
-    hourly = (turns["asked"].max() - turns["asked"].min()).days < 2
-    per_period = questions_over_time(turns, "h" if hourly else "D")
-    per_period["when"] = per_period["period"].dt.strftime("%b %d %H:00" if hourly else "%b %d")
-    chart(alt.Chart(per_period).mark_bar().encode(  # one bar per hour or day, even for a single one
-        x=alt.X("when:O", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelOverlap=True)),
-        y=alt.Y("questions:Q", axis=COUNT_AXIS), tooltip=["when", "questions"]))
+    st.markdown("**Questions per day**")
+    per_day = questions_per_day(turns)  # the last two weeks at least, days without questions included
+    chart(alt.Chart(per_day).mark_bar(color="#2563eb").encode(
+        x=alt.X("day:T", title=None, timeUnit="yearmonthdate", axis=alt.Axis(format="%b %d", labelOverlap=True)),
+        y=alt.Y("questions:Q", axis=COUNT_AXIS), tooltip=[alt.Tooltip("day:T", format="%a %b %d"), "questions"]))
 with right:
     st.markdown("**Answer latency (seconds)**")
     latency = turns.assign(seconds=turns["latency_ms"] / 1000)
     chart(alt.Chart(latency).mark_bar().encode(
         x=alt.X("seconds:Q", bin=alt.Bin(maxbins=20), title="seconds"),
         y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS),
-        color=alt.Color("answered:N", title="answer", legend=alt.Legend(orient="bottom"))))
+        color=alt.Color("outcome:N", title="answer", legend=alt.Legend(orient="bottom", labelLimit=220))))
 
 left, right = st.columns(2)
 with left:
@@ -107,11 +110,19 @@ with left:
             color=alt.Color("tokens for:N", legend=alt.Legend(orient="bottom")),
             tooltip=["conversation", "model", "tokens for", "tokens"]))
 with right:
-    st.markdown("**Retrieval score of the best passage**")
-    scores = turns.assign(top_score=turns["top_score"].clip(0.0, 1.0))
-    chart(alt.Chart(scores).mark_bar(color="#9333ea").encode(  # fixed 0-1 bins: equal scores still make a bar
-        x=alt.X("top_score:Q", bin=alt.Bin(extent=[0, 1], step=0.05), title="relevance",
-                scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("count():Q", title="answers", axis=COUNT_AXIS)))
+    st.markdown("**How close the best passage came to the question**")
+    scores = turns.dropna(subset=["best_similarity"])
+    if scores.empty:
+        st.info("No similarity recorded yet (keyword-only searches record none).", icon=":material/info:")
+    else:
+        scores = scores.assign(best_similarity=scores["best_similarity"].clip(0.0, 1.0))
+        chart(alt.Chart(scores).mark_bar().encode(  # fixed 0-1 bins: equal scores still make a bar
+            x=alt.X("best_similarity:Q", bin=alt.Bin(extent=[0, 1], step=0.05),
+                    title="meaning similarity of the best passage (cosine)", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("count():Q", title="questions", axis=COUNT_AXIS, stack=True),
+            color=alt.Color("outcome:N", title="answer", legend=alt.Legend(orient="bottom", labelLimit=220)),
+            tooltip=["outcome", "count()"]))
+        st.caption("The embedding similarity of each question to its closest passage, before any normalising: "
+                   "answered questions should sit to the right of the ones not found.")
 
 render_feedback_summary(history)  # readers' thumbs up / down and comments (the chat page's feedback)

@@ -26,6 +26,12 @@ Everything runs in a temporary data dir. What is measured, and how:
   server that answers at once.
 - ``load_*``: concurrent chat sessions asking while a large file is indexed: answer
   latency percentiles and anything lost (turns, documents, vectors).
+- ``ocr_engine_load_s``, ``ocr_page_s``, ``ocr_page_chars``: RapidOCR's first load, then one
+  scanned A4 page (an image of 24 lines of text at 150 dpi, in a PDF) read through the loader;
+  ``ocr_imported_without_scans``: whether a process that opens the service and loads a text
+  file imports the OCR engine or OpenCV at all (it should not: no OCR need, no cost).
+- ``url_fetch_extract_ms``: fetching a web page from a local server and extracting its main
+  text (trafilatura already imported); ``url_ingest_s``: the whole ``ingest_url`` of it.
 """
 
 from __future__ import annotations
@@ -134,6 +140,9 @@ def run_bench(settings: Settings, quick: bool = False, report: Report | None = N
         figures.update(measure_ingest(local, embedder, workload, root))
         say("the onnx-int8 embedding backend")
         figures.update(measure_onnx(local, embedder, workload))
+        say("OCR of a scanned page, a web page by URL")
+        figures.update(measure_ocr_and_url(local.model_copy(update={"data_dir": root / "pages"}), embedder,
+                                            scan_lines=8 if quick else 24))
         say("answers")
         figures.update(measure_answers(local.model_copy(update={"data_dir": root / "answers"}), embedder))
         say("concurrent chat while indexing")
@@ -142,6 +151,89 @@ def run_bench(settings: Settings, quick: bool = False, report: Report | None = N
             say(f"synthetic base of {size} passages")
             base = local.model_copy(update={"data_dir": root / f"base-{label}"})
             figures.update(measure_base(base, label, size, workload))
+    return figures
+
+
+def scanned_page_pdf(lines: int = 24) -> bytes:
+    """An A4 page at 150 dpi holding only an image of English text (a scan)."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    rng = random.Random(7)
+    image = Image.new("RGB", (1240, 1754), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=30)
+    for number in range(lines):
+        words = " ".join(rng.choices(_EN_WORDS, k=8)).capitalize() + "."
+        draw.text((110, 120 + number * 62), words, fill="black", font=font)
+    out = io.BytesIO()
+    image.save(out, "PDF", resolution=150)
+    return out.getvalue()
+
+
+def measure_ocr_and_url(settings: Settings, embedder, scan_lines: int = 24) -> dict:
+    """OCR of one scanned A4 page of ``scan_lines`` lines (the engine's first load apart), whether a process that
+    reads no scan imports the OCR engine at all, and a web page added by URL from a local
+    server (fetch and main-text extraction apart from the whole ingest)."""
+    import http.server
+
+    from .kb import KnowledgeBase
+    from .loaders import load_bytes
+    from .web import fetch_page
+
+    figures: dict = {}
+    code = ("import sys, ragkit.service, ragkit.loaders; ragkit.loaders.load_bytes(b'plain words', 'a.txt'); "
+            "print(int('rapidocr_onnxruntime' in sys.modules or 'cv2' in sys.modules))")
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    figures["ocr_imported_without_scans"] = probe.stdout.strip() == "1"
+    scan = scanned_page_pdf(scan_lines)
+    started = time.perf_counter()
+    from .ocr import engine
+
+    engine()
+    figures["ocr_engine_load_s"] = round(time.perf_counter() - started, 2)
+    timings = []
+    for _ in range(2):
+        started = time.perf_counter()
+        loaded = load_bytes(scan, "scan.pdf")
+        timings.append(time.perf_counter() - started)
+    figures["ocr_page_s"] = round(min(timings), 2)
+    figures["ocr_page_chars"] = loaded.char_count
+
+    article = "<html><head><title>Bench page</title></head><body><nav>Home | About</nav><article>" + "".join(
+        f"<p>{synthetic_document(n, 6)}</p>" for n in range(12)) + "</article><footer>Footer</footer></body></html>"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            body = article.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    local = settings.model_copy(update={"url_allow_private": True})
+    url = f"http://127.0.0.1:{server.server_address[1]}/article.html"
+    try:
+        fetch_page(url, local)  # trafilatura's import is a one-time cost
+        started = time.perf_counter()
+        fetch_page(url, local)
+        figures["url_fetch_extract_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        kb = KnowledgeBase(local, embedder=embedder)
+        started = time.perf_counter()
+        result = kb.ingest_url(url)
+        figures["url_ingest_s"] = round(time.perf_counter() - started, 2)
+        figures["url_ingest_passages"] = result.document.chunks if result.document else 0
+        kb.close()
+    finally:
+        server.shutdown()
+        server.server_close()
     return figures
 
 

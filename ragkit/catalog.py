@@ -9,6 +9,8 @@
   not yet committed here; its vectors are not stale while its writer lives;
 - ``removed_documents``: ids of deleted documents, so vectors left by an interrupted
   delete can be proven stale;
+- ``knowledge_bases``: named sets of documents (each document belongs to one; a search
+  is kept inside the ones it is given). Data from before they existed is "Default";
 - ``meta``: the embedding model, a revision counter bumped by every change, and the
   vector generation bumped by every Chroma write.
 
@@ -23,6 +25,7 @@ import os
 import socket
 import threading
 import time
+import unicodedata
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,10 +33,12 @@ from pathlib import Path
 from sqlalchemy import Connection, text
 
 from .db import DatabaseUnreadable, open_migrated, read, read_only_reason, write
-from .errors import CatalogError
+from .errors import CatalogError, InputError
 from .passages import Passage
 
 WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # who wrote a pending row
+DEFAULT_KB_ID, DEFAULT_KB_NAME = "default", "Default"
+MAX_KB_NAME_CHARS = 80
 
 
 @dataclass
@@ -55,10 +60,37 @@ class DocumentRecord:
     tokens: int
     created_at: float
     updated_at: float
+    kb_id: str = DEFAULT_KB_ID  # the knowledge base it belongs to
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON and tables)."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseInfo:
+    """A knowledge base: a named set of documents that conversations search."""
+
+    id: str
+    name: str
+    created_at: float
+    documents: int = 0
+
+    def to_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)
+
+
+def check_kb_name(name: str) -> str:
+    """The name trimmed, or InputError saying what is wrong with it."""
+    cleaned = " ".join((name or "").split())
+    if not cleaned:
+        raise InputError("a knowledge base needs a name")
+    if len(cleaned) > MAX_KB_NAME_CHARS:
+        raise InputError(f"a knowledge base name has at most {MAX_KB_NAME_CHARS} characters, not {len(cleaned)}")
+    if any(unicodedata.category(char) in ("Cc", "Cf") for char in cleaned):
+        raise InputError("a knowledge base name cannot hold control or formatting characters")
+    return cleaned
 
 
 @dataclass(frozen=True)
@@ -109,7 +141,18 @@ def _passages_and_write_safety(conn: Connection) -> None:
         _set_meta(conn, "passages_backfill", "needed")
 
 
-MIGRATIONS = [_legacy_schema, _passages_and_write_safety]
+def _knowledge_bases(conn: Connection) -> None:
+    """Version 3: knowledge bases; every document so far belongs to "Default"."""
+    conn.execute(text("CREATE TABLE knowledge_bases (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+                      "created_at REAL NOT NULL)"))
+    conn.execute(text("CREATE UNIQUE INDEX knowledge_bases_name ON knowledge_bases(lower(name))"))
+    conn.execute(text("INSERT INTO knowledge_bases(id, name, created_at) VALUES (:id, :name, :t)"),
+                 {"id": DEFAULT_KB_ID, "name": DEFAULT_KB_NAME, "t": time.time()})
+    conn.execute(text(f"ALTER TABLE documents ADD COLUMN kb_id TEXT NOT NULL DEFAULT '{DEFAULT_KB_ID}'"))
+    conn.execute(text("CREATE INDEX documents_kb ON documents(kb_id)"))
+
+
+MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases]
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
@@ -229,21 +272,104 @@ class Catalog:
         """The document with this id, if any."""
         return next((doc for doc in self.documents() if doc.id == doc_id), None)
 
-    def by_hash(self, digest: str) -> DocumentRecord | None:
-        """A document with exactly these bytes, if any."""
-        return self._first_where("content_hash", digest)
+    def by_hash(self, digest: str, kb_id: str | None = None) -> DocumentRecord | None:
+        """A document with exactly these bytes (in this knowledge base, when given), if any."""
+        return self._first_where("content_hash", digest, kb_id)
 
-    def by_source(self, source: str) -> DocumentRecord | None:
-        """The document stored under this source, if any."""
-        return self._first_where("source", source)
+    def by_source(self, source: str, kb_id: str | None = None) -> DocumentRecord | None:
+        """The document stored under this source (in this knowledge base, when given), if any."""
+        return self._first_where("source", source, kb_id)
 
-    def _first_where(self, column: str, value: str) -> DocumentRecord | None:
+    def hash_in_use(self, digest: str) -> bool:
+        """True when any document, in any knowledge base, has these bytes."""
+        return self._first_where("content_hash", digest, None) is not None
+
+    def _first_where(self, column: str, value: str, kb_id: str | None) -> DocumentRecord | None:
         # Asked of the (indexed) table: a folder ingest asks for every file, and copying the
         # whole document list each time would grow with the knowledge base.
+        scope = "" if kb_id is None else " AND kb_id = :kb"
         with read(self._engine) as conn:
-            row = conn.execute(text(f"SELECT * FROM documents WHERE {column} = :value "  # noqa: S608 - fixed names
-                                    "ORDER BY updated_at DESC, id LIMIT 1"), {"value": value}).mappings().first()
+            row = conn.execute(text(f"SELECT * FROM documents WHERE {column} = :value{scope} "  # noqa: S608
+                                    "ORDER BY updated_at DESC, id LIMIT 1"),
+                               {"value": value, "kb": kb_id}).mappings().first()
         return _record(row) if row is not None else None
+
+    # ----- knowledge bases ---------------------------------------------------------
+
+    def knowledge_bases(self) -> list[KnowledgeBaseInfo]:
+        """Every knowledge base with its number of documents, oldest first."""
+        with read(self._engine) as conn:
+            rows = conn.execute(text(
+                "SELECT k.id, k.name, k.created_at, (SELECT COUNT(*) FROM documents d WHERE d.kb_id = k.id) "
+                "FROM knowledge_bases k ORDER BY k.created_at, k.id")).all()
+        return [KnowledgeBaseInfo(*row) for row in rows]
+
+    def knowledge_base(self, name_or_id: str) -> KnowledgeBaseInfo:
+        """The knowledge base with this id or (case-insensitive) name; InputError naming the
+        existing ones when there is none."""
+        bases = self.knowledge_bases()
+        wanted = " ".join((name_or_id or "").split()).lower()
+        found = next((b for b in bases if b.id == name_or_id), None) or next(
+            (b for b in bases if b.name.lower() == wanted), None)
+        if found is None:
+            names = ", ".join(b.name for b in bases)
+            raise InputError(f"no knowledge base {name_or_id!r}; there are: {names}")
+        return found
+
+    def default_knowledge_base(self) -> KnowledgeBaseInfo:
+        """Where documents go when no knowledge base is named: "Default", else the oldest."""
+        bases = self.knowledge_bases()
+        return next((b for b in bases if b.id == DEFAULT_KB_ID), bases[0])
+
+    def create_knowledge_base(self, name: str, kb_id: str | None = None) -> KnowledgeBaseInfo:
+        """A new, empty knowledge base; InputError for a bad or taken name."""
+        name = check_kb_name(name)
+        with write(self._engine) as conn:
+            self._check_free(conn, name)
+            new_id = kb_id or uuid.uuid4().hex[:8]
+            conn.execute(text("INSERT INTO knowledge_bases(id, name, created_at) VALUES (:id, :name, :t)"),
+                         {"id": new_id, "name": name, "t": time.time()})
+            _bump(conn, "revision")
+        return self.knowledge_base(new_id)
+
+    def ensure_knowledge_base(self, kb_id: str, name: str) -> None:
+        """Create the knowledge base ``kb_id`` if it is missing (``repair``), under ``name`` or,
+        when that is taken or unusable, a name made from it and its id."""
+        with read(self._engine) as conn:
+            if conn.execute(text("SELECT 1 FROM knowledge_bases WHERE id = :id"), {"id": kb_id}).first():
+                return
+        for candidate in (name, f"{name} ({kb_id})", f"Restored {kb_id}"):
+            try:
+                self.create_knowledge_base(candidate, kb_id)
+                return
+            except InputError:
+                continue
+
+    def rename_knowledge_base(self, kb_id: str, name: str) -> KnowledgeBaseInfo:
+        """Give a knowledge base a new name; InputError for a bad or taken name."""
+        name = check_kb_name(name)
+        current = self.knowledge_base(kb_id)
+        with write(self._engine) as conn:
+            if name.lower() != current.name.lower():
+                self._check_free(conn, name)
+            conn.execute(text("UPDATE knowledge_bases SET name = :name WHERE id = :id"), {"name": name, "id": kb_id})
+            _bump(conn, "revision")
+        return self.knowledge_base(kb_id)
+
+    def remove_knowledge_base(self, kb_id: str) -> None:
+        """Forget an empty knowledge base (its documents are deleted first, by the indexer)."""
+        with write(self._engine) as conn:
+            if conn.execute(text("SELECT 1 FROM documents WHERE kb_id = :id LIMIT 1"), {"id": kb_id}).first():
+                raise InputError("the knowledge base still holds documents: delete them first")
+            conn.execute(text("DELETE FROM knowledge_bases WHERE id = :id"), {"id": kb_id})
+            _bump(conn, "revision")
+
+    @staticmethod
+    def _check_free(conn: Connection, name: str) -> None:
+        taken = conn.execute(text("SELECT name FROM knowledge_bases WHERE lower(name) = lower(:name)"),
+                             {"name": name}).scalar()
+        if taken is not None:
+            raise InputError(f"there is already a knowledge base named {taken!r}: choose another name")
 
     def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None) -> DocumentRecord:
         """Change a document's title (marked as the user's) and/or tags."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from .config import Settings
 from .errors import AnswerFailed, QuestionError, RagkitError
@@ -62,11 +62,22 @@ class ChatEngine:
         """The model a conversation answers with: its own choice, else the default."""
         return self.clients.choice(self.history.session_model(session_id) if self.history.exists(session_id) else None)
 
+    def knowledge_bases_for(self, session_id: str) -> list[str] | None:
+        """The knowledge base ids a conversation searches (None: every one); ids of knowledge
+        bases deleted since are left out."""
+        chosen = self.history.session_knowledge_bases(session_id) if self.history.exists(session_id) else None
+        if not chosen:
+            return None
+        existing = {base.id for base in self.kb.knowledge_bases()}
+        return [kb_id for kb_id in chosen if kb_id in existing] or None
+
     def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None,
                replacing: Turn | None = None) -> dict:
         validate_session_id(session_id)
         question = check_question(question)
         choice = require_choice(self.settings, model) if model else self.model_for(session_id)
+        if filters is None or not filters.knowledge_bases:  # the conversation's own knowledge bases
+            filters = replace(filters or SearchFilters(), knowledge_bases=self.knowledge_bases_for(session_id))
         return {
             "session_id": session_id,
             "question": question,

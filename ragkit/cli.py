@@ -1,4 +1,4 @@
-"""Command line: ``python -m ragkit ingest|docs|search|delete|tag|reindex|ask|sessions|eval|bench``.
+"""Command line: ``python -m ragkit ingest|docs|search|delete|tag|kb|reindex|ask|sessions|eval|bench``.
 
 Every command exits 0 on success and non-zero with a one-line reason on failure. Every
 text that comes from a file, a document, a model or the user (names, titles, passages,
@@ -48,30 +48,46 @@ def _overrides(args) -> dict:
     return {"data_dir": Path(args.data_dir)} if getattr(args, "data_dir", None) else {}
 
 
+def _is_url(text: str) -> bool:
+    return text.lower().startswith(("http://", "https://"))
+
+
+def _kb_ids(kb, args) -> list[str] | None:
+    """The ids of the knowledge bases named with --kb (None when none is named)."""
+    names = getattr(args, "kb", None) or []
+    return [kb.knowledge_base(name).id for name in names] or None
+
+
 def cmd_ingest(args) -> int:
-    """Add files and directories, with a progress bar for many files (links inside a
-    folder are skipped and listed, see ``ragkit.folders``)."""
+    """Add files, directories and web pages (http/https addresses), with a progress bar for
+    many files (links inside a folder are skipped and listed, see ``ragkit.folders``)."""
     from tqdm import tqdm
 
-    selection = collect_files(args.paths)
-    for skipped in selection.skipped:
+    urls = [path for path in args.paths if _is_url(path)]
+    paths = [path for path in args.paths if not _is_url(path)]
+    selection = collect_files(paths) if paths else None
+    for skipped in selection.skipped if selection else []:
         if args.json:
             print(terminal_json({"filename": str(skipped.path), "status": "skipped", "message": skipped.message}))
         else:
             print(f"- {'skipped':<11} {terminal_safe(skipped.message)}")
-    files = selection.files
-    if not files:
+    files = selection.files if selection else []
+    if not files and not urls:
         raise CommandError("no supported files found in " + ", ".join(args.paths))
     from .kb import IngestItem
 
     kb = _kb(args)
+    kb_id = kb.knowledge_base(args.kb).id if args.kb else ""
     tags = args.tags.split(",") if args.tags else []
-    with tqdm(total=len(files), unit="file", disable=len(files) < 2 or args.json, file=sys.stderr) as bar:
+    total = len(files) + len(urls)
+    with tqdm(total=total, unit="file", disable=total < 2 or args.json, file=sys.stderr) as bar:
         def finished(stage: str, fraction: float) -> None:
             if stage == "done":
                 bar.update(1)
 
-        results = kb.ingest_many([IngestItem.of(path, tags=tags, progress=finished) for path in files])
+        items = [IngestItem.of(path, tags=tags, progress=finished, kb_id=kb_id) for path in files]
+        items += [IngestItem.of_url(url, tags, finished, kb_id) for url in urls]
+        results = kb.ingest_many(items)
     for result in results:
         if args.json:
             print(terminal_json(result.to_dict()))
@@ -86,9 +102,9 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_docs(args) -> int:
-    """List the documents."""
+    """List the documents (of the knowledge bases named with --kb, else of all)."""
     kb = _kb(args)
-    documents = kb.documents()
+    documents = kb.documents(_kb_ids(kb, args))
     if args.json:
         print(terminal_json([d.to_dict() for d in documents]))
         return 0
@@ -97,14 +113,42 @@ def cmd_docs(args) -> int:
         return 0
     from datetime import datetime
 
-    header = f"{'id':<12}  {'title':<32} {'type':<8} {'pages':>5} {'chunks':>6}  {'tags':<16} {'ver':>3}  added"
+    names = {base.id: base.name for base in kb.knowledge_bases()}
+    header = (f"{'id':<12}  {'title':<32} {'type':<8} {'pages':>5} {'chunks':>6}  {'tags':<16} {'ver':>3}  "
+              f"{'added':<16}  knowledge base")
     print(header)
     for d in documents:
         added = datetime.fromtimestamp(d.created_at).strftime("%Y-%m-%d %H:%M")
         tags = _clip(terminal_safe(",".join(d.tags)), 16)
         title = _clip(terminal_safe(d.title), 32)
         print(f"{d.id:<12}  {title:<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  "
-              f"{tags:<16} {d.version:>3}  {added}")
+              f"{tags:<16} {d.version:>3}  {added:<16}  {terminal_safe(names.get(d.kb_id, d.kb_id))}")
+    return 0
+
+
+def cmd_kb(args) -> int:
+    """List, create, rename or delete knowledge bases."""
+    kb = _kb(args)
+    if args.action in (None, "list"):
+        bases = kb.knowledge_bases()
+        if args.json:
+            print(terminal_json([base.to_dict() for base in bases]))
+            return 0
+        for base in bases:
+            default = "  (default for ingest)" if base.id == kb.default_knowledge_base().id else ""
+            print(f"{base.id:<10} {base.documents:>5} documents  {terminal_safe(base.name)}{default}")
+    elif args.action == "create":
+        base = kb.create_knowledge_base(_need(args.name, "a name"))
+        print(f"created knowledge base {terminal_safe(base.name)} ({base.id})")
+    elif args.action == "rename":
+        base = kb.rename_knowledge_base(_need(args.name, "the knowledge base to rename"), _need(args.new_name,
+                                                                                               "a new name"))
+        print(f"{base.id}: {terminal_safe(base.name)}")
+    elif args.action == "delete":
+        deleted = kb.delete_knowledge_base(_need(args.name, "the knowledge base to delete"))
+        from .kb import plural
+
+        print(f"deleted knowledge base {terminal_safe(args.name)} and {plural(len(deleted), 'document')}")
     return 0
 
 
@@ -122,10 +166,17 @@ def _filters(args):
     )
 
 
+def _search_filters(kb, args):
+    """The command's filters, within the knowledge bases named with --kb."""
+    filters = _filters(args)
+    filters.knowledge_bases = _kb_ids(kb, args)
+    return filters
+
+
 def cmd_search(args) -> int:
     """Print the ranked passages for a query."""
     kb = _kb(args)
-    hits = kb.search(args.query, k=args.k, filters=_filters(args))
+    hits = kb.search(args.query, k=args.k, filters=_search_filters(kb, args))
     if args.json:
         print(terminal_json([h.to_dict() for h in hits]))
         return 0
@@ -297,7 +348,10 @@ def cmd_ask(args) -> int:
     turn = None
     streamed = ""
     try:
-        for event in engine.stream(args.session, args.question, _filters(args), model=args.model,
+        filters = _search_filters(engine.kb, args)
+        if filters.knowledge_bases:  # remembered: the conversation goes on searching them
+            engine.history.set_session_knowledge_bases(args.session, filters.knowledge_bases)
+        for event in engine.stream(args.session, args.question, filters, model=args.model,
                                    replace_last=args.replace_last):
             kind = event["type"]
             if kind == "token" and not args.json:
@@ -412,13 +466,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", help="data directory (default: RAGKIT_DATA_DIR or ./data)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", help="add files or directories to the knowledge base")
+    kb_help = "a knowledge base by name or id (see `kb list`)"
+    p = sub.add_parser("ingest", help="add files, directories or web pages (http/https addresses)")
     p.add_argument("paths", nargs="+")
     p.add_argument("--tags", help="comma-separated tags")
+    p.add_argument("--kb", help=kb_help + "; default: Default")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("docs", help="list documents")
+    p.add_argument("--kb", action="append", help=kb_help + " (repeatable); default: all")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_docs)
 
@@ -428,8 +485,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", action="append", help="restrict to a document id (repeatable)")
     p.add_argument("--tag", action="append", help="restrict to a tag (repeatable)")
     p.add_argument("--type", action="append", help="restrict to a type: pdf, docx, txt, markdown...")
+    p.add_argument("--kb", action="append", help=kb_help + " (repeatable); default: all")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("kb", help="list, create, rename or delete knowledge bases")
+    p.add_argument("action", nargs="?", choices=["list", "create", "rename", "delete"])
+    p.add_argument("name", nargs="?", help="the knowledge base (name or id); for create, the new name")
+    p.add_argument("new_name", nargs="?", help="new name (rename)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_kb)
 
     p = sub.add_parser("delete", help="delete documents by id")
     p.add_argument("ids", nargs="+")
@@ -473,6 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", action="append", help="restrict to a document id (repeatable)")
     p.add_argument("--tag", action="append", help="restrict to a tag (repeatable)")
     p.add_argument("--type", action="append", help="restrict to a document type")
+    p.add_argument("--kb", action="append",
+                   help=kb_help + " (repeatable; remembered for the session); default: the session's, else all")
     p.add_argument("--json", action="store_true", help="print the recorded turn as JSON")
     p.add_argument("--trace", action="store_true", help="also print how the answer was reached")
     p.add_argument("--model", help="a model choice id (see RAGKIT_CHAT_MODELS); 'extractive' for offline")

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     hnsw_ef_construction: int = Field(
         default=200, ge=32, le=2000, description="how widely a new (or rebuilt) index looks for each element's links"
     )
+    keep_originals: bool = Field(
+        default=True, description="keep each added file (by its SHA-256) so it can be viewed and downloaded")
+    originals_dir: Path | None = Field(default=None, description="where the kept files go; default data_dir/originals")
     samples_dir: Path = Path(__file__).resolve().parent.parent / "data" / "samples"
 
     # embeddings
@@ -58,6 +61,15 @@ class Settings(BaseSettings):
     max_unpacked_mb: float = Field(
         default=100.0, gt=0, description="largest uncompressed content of a file: the parts of a DOCX, a PDF's streams"
     )
+    ocr: bool = Field(default=True, description="read images and PDF pages without a text layer by OCR")
+    ocr_max_pages: int = Field(default=100, ge=1, le=10_000, description="scanned pages of one PDF read by OCR")
+
+    # web pages
+    url_timeout_s: float = Field(default=20.0, gt=0, le=600, description="longest wait for a web page, in all")
+    url_max_mb: float = Field(default=10.0, gt=0, description="largest web page fetched")
+    url_allow_private: bool = Field(
+        default=False, description="fetch pages from loopback, private and link-local addresses (an intranet)")
+
     chunk_tokens: int = Field(default=256, ge=32, le=4096)
     chunk_overlap_tokens: int = Field(default=48, ge=0)
 
@@ -165,6 +177,11 @@ class Settings(BaseSettings):
             why = f"{blocker} is a file" if blocker else (exc.strerror or type(exc).__name__)
             raise SettingsError(f"RAGKIT_DATA_DIR / --data-dir: cannot create the folder {path}: {why}") from None
         return path
+
+    @property
+    def originals_path(self) -> Path:
+        """Where the original files are kept (not created until one is written)."""
+        return self.originals_dir.expanduser().resolve() if self.originals_dir else self.data_path / "originals"
 
     @property
     def llm_enabled(self) -> bool:

@@ -66,7 +66,12 @@ def _feedback_and_replaced_turns(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE turns ADD COLUMN replaced_by INTEGER"))
 
 
-MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns]
+def _knowledge_base_choice(conn: Connection) -> None:
+    """Version 4: the knowledge bases each conversation searches (NULL: every one)."""
+    conn.execute(text("ALTER TABLE sessions ADD COLUMN knowledge_bases TEXT"))
+
+
+MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns, _knowledge_base_choice]
 THUMBS_UP, THUMBS_DOWN = 1, 0  # as st.feedback("thumbs") numbers them
 MAX_COMMENT_CHARS = 2000
 LIVE = "replaced_by IS NULL"
@@ -277,6 +282,23 @@ class HistoryManager:
             conn.execute(text("INSERT INTO sessions(id, title, created_at, updated_at, model) VALUES "
                               "(:id, '', :t, :t, :m) ON CONFLICT(id) DO UPDATE SET model = :m"),
                          {"id": session_id, "t": stamp, "m": model_id})
+
+    def session_knowledge_bases(self, session_id: str) -> list[str] | None:
+        """The knowledge base ids chosen for this conversation (None: not chosen, every one)."""
+        rows = self._query("SELECT knowledge_bases FROM sessions WHERE id = :id",
+                           {"id": validate_session_id(session_id)})
+        return json.loads(rows[0]["knowledge_bases"]) if rows and rows[0]["knowledge_bases"] else None
+
+    def set_session_knowledge_bases(self, session_id: str, kb_ids: list[str] | None) -> None:
+        """Remember the knowledge bases this conversation searches (None or []: every one),
+        creating the conversation if needed."""
+        validate_session_id(session_id)
+        value = json.dumps(list(kb_ids)) if kb_ids else None
+        stamp = time.time()
+        with write(self._engine) as conn:
+            conn.execute(text("INSERT INTO sessions(id, title, created_at, updated_at, knowledge_bases) VALUES "
+                              "(:id, '', :t, :t, :k) ON CONFLICT(id) DO UPDATE SET knowledge_bases = :k"),
+                         {"id": session_id, "t": stamp, "k": value})
 
     # ----- turns -------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
+from .originals import OriginalStore
 from .passages import Passage
 from .tags import checked_tags, normalize_tags
 from .text import search_tokens
@@ -89,19 +90,30 @@ class IngestItem:
     source: str = ""
     tags: list[str] = field(default_factory=list)
     progress: Progress = _no_progress
+    kb_id: str = ""  # the knowledge base it goes into ("": the default one)
+    url: str = ""  # a web page to fetch (then ``source`` is the address), instead of data or path
+
+    @classmethod
+    def of_url(cls, url: str, tags: list[str] | None = None, progress: Progress | None = None,
+               kb_id: str = "") -> "IngestItem":
+        """An item for a web page: fetched when it is read (``ragkit.web``), identified by its address."""
+        address = url.strip()
+        return cls(url=address, filename=address, source=address, tags=checked_tags(tags or []),
+                   progress=progress or _no_progress, kb_id=kb_id)
 
     @classmethod
     def of(cls, source: str | Path | bytes, filename: str | None = None, tags: list[str] | None = None,
-           progress: Progress | None = None, identity: str | None = None) -> "IngestItem":
+           progress: Progress | None = None, identity: str | None = None, kb_id: str = "") -> "IngestItem":
         """An item from a path or bytes (+ filename); a path's identity is its full path."""
         tags = checked_tags(tags or [])
         progress = progress or _no_progress
         if isinstance(source, bytes):
             name = Path(filename or "upload").name
-            return cls(data=source, filename=name, source=identity or name, tags=tags, progress=progress)
+            return cls(data=source, filename=name, source=identity or name, tags=tags, progress=progress,
+                       kb_id=kb_id)
         path = Path(source)
         return cls(path=path, filename=filename or path.name, source=identity or str(path.expanduser().resolve()),
-                   tags=tags, progress=progress)
+                   tags=tags, progress=progress, kb_id=kb_id)
 
 
 @dataclass
@@ -131,6 +143,7 @@ class Indexer:
         self.lock = lock
         self._writing = 0  # nesting depth of ``_vector_write`` (in the thread holding the lock)
         self._checking = 0  # nesting depth of ``checking``
+        self.originals = OriginalStore(settings.originals_path)
 
     # ----- ingest ------------------------------------------------------------------
 
@@ -142,12 +155,16 @@ class Indexer:
         """Add many files, embedding and saving them in groups; results in input order."""
         results: list[IngestResult | None] = [None] * len(items)
         group: list[tuple[int, _Prepared]] = []
+        default_kb = self.catalog.default_knowledge_base().id
+        for item in items:
+            item.kb_id = item.kb_id or default_kb
         for index, item in enumerate(items):
             prepared = self._prepare(item)
             if isinstance(prepared, IngestResult):
                 results[index] = prepared
                 continue
-            if any(p.item.source == item.source or p.loaded.content_hash == prepared.loaded.content_hash
+            if any(p.item.kb_id == item.kb_id and (p.item.source == item.source
+                                                   or p.loaded.content_hash == prepared.loaded.content_hash)
                    for _, p in group):
                 self._finish_group(group, results)  # the second copy is then judged against the first
                 group = []
@@ -165,10 +182,16 @@ class Indexer:
             item.progress("reading", 0.02)
             limits = {"max_bytes": self.settings.max_upload_bytes,
                       "max_unpacked_bytes": self.settings.max_unpacked_bytes}
-            loaded = (load_bytes(item.data, item.filename, **limits) if item.path is None
-                      else load_path(item.path, **limits))
+            if item.url:
+                from .web import fetch_page
+
+                item.progress("fetching the page", 0.01)
+                loaded = fetch_page(item.url, self.settings)
+            else:
+                loaded = (load_bytes(item.data, item.filename, **limits, ocr=self._ocr_settings()) if item.path is None
+                          else load_path(item.path, **limits, ocr=self._ocr_settings()))
             loaded.filename = item.filename or loaded.filename
-            duplicate = self.catalog.by_hash(loaded.content_hash)
+            duplicate = self.catalog.by_hash(loaded.content_hash, item.kb_id)
             if duplicate is not None and self._intact(duplicate):
                 return self._unchanged(item, loaded, duplicate, started)
             item.progress("chunking", 0.08)
@@ -309,7 +332,7 @@ class Indexer:
             with self._vector_write():
                 plans = []
                 for prepared in group:
-                    duplicate = self.catalog.by_hash(prepared.loaded.content_hash)
+                    duplicate = self.catalog.by_hash(prepared.loaded.content_hash, prepared.item.kb_id)
                     if duplicate is not None and self._intact(duplicate):  # another writer was quicker
                         outcomes[id(prepared)] = self._unchanged(prepared.item, prepared.loaded, duplicate,
                                                                  prepared.started)
@@ -346,9 +369,9 @@ class Indexer:
 
     def _plan(self, prepared: _Prepared) -> tuple[_Prepared, DocumentRecord, DocumentRecord | None]:
         item, loaded = prepared.item, prepared.loaded
-        previous = self.catalog.by_source(item.source)
+        previous = self.catalog.by_source(item.source, item.kb_id)
         if previous is None:
-            broken = self.catalog.by_hash(loaded.content_hash)  # same bytes, but vectors lost: re-index it
+            broken = self.catalog.by_hash(loaded.content_hash, item.kb_id)  # same bytes, vectors lost: re-index it
             previous = broken
         doc_id = previous.id if previous else uuid.uuid4().hex[:12]
         version = previous.version + 1 if previous else 1
@@ -362,19 +385,23 @@ class Indexer:
             tags=normalize_tags((previous.tags if previous else []) + item.tags),
             size_bytes=loaded.size_bytes, pages=loaded.page_count, chunks=len(prepared.passages),
             tokens=sum(p.tokens for p in prepared.passages),
-            created_at=previous.created_at if previous else stamp, updated_at=stamp,
+            created_at=previous.created_at if previous else stamp, updated_at=stamp, kb_id=item.kb_id,
         )
         prepared.passages = [replace(p, doc_id=doc_id, version=version) for p in prepared.passages]
         return prepared, record, previous
 
     def _write(self, plans: list[tuple[_Prepared, DocumentRecord, DocumentRecord | None]]) -> None:
+        if self.settings.keep_originals:  # before the version is current: a current version's original is there
+            for prepared, record, _ in plans:
+                if prepared.loaded.raw:
+                    self.originals.put(prepared.loaded.raw, record.content_hash)
         for _, record, _ in plans:
             self.catalog.begin_write(record.id, record.version)
         records = {record.id: record for _, record, _ in plans}
         passages = [p for prepared, _, _ in plans for p in prepared.passages]
         vectors = np.vstack([prepared.vectors for prepared, _, _ in plans])
         try:
-            self.store.add(passages, vectors, records)
+            self.store.add(passages, vectors, records, self.kb_names())
             self.catalog.commit_versions([(record, prepared.passages, prepared.terms) for prepared, record, _ in plans])
         except BaseException:
             # The pending rows stay: they prove these vectors stale, including any that Chroma
@@ -387,6 +414,7 @@ class Indexer:
         for prepared, record, previous in plans:
             if previous is not None and previous.version != record.version:
                 self.store.delete_version(record.id, previous.version)
+                self._discard_original(previous.content_hash)
             self.lexical.replace_document(record.id, record.version, [
                 LexicalEntry(p.id, p.doc_id, t) for p, t in zip(prepared.passages, prepared.terms)])
 
@@ -407,7 +435,31 @@ class Indexer:
             record = self.catalog.remove(doc_id)
             self.store.delete_document(doc_id)
             self.lexical.remove_documents([doc_id])
+            self._discard_original(record.content_hash)
         return record
+
+    def delete_many(self, doc_ids: list[str]) -> list[DocumentRecord]:
+        """Remove several documents under one hold of the write lock; ids that no longer
+        exist (deleted meanwhile) are skipped. Returns the records deleted."""
+        deleted = []
+        with self.lock.hold():
+            for doc_id in doc_ids:
+                try:
+                    deleted.append(self.delete(doc_id))
+                except KeyError:
+                    continue
+        return deleted
+
+    def _discard_original(self, digest: str) -> None:
+        """Remove a kept original no document (of any knowledge base) has any more."""
+        if digest and not self.catalog.hash_in_use(digest):
+            self.originals.discard(digest)
+
+    def _ocr_settings(self):
+        """What the loaders need to read text from images (see ``ragkit.ocr``)."""
+        from .ocr import OcrOptions
+
+        return OcrOptions.from_settings(self.settings)
 
     def reindex(self, embedder: Embedder, progress: Progress | None = None) -> int:
         """Re-embed every passage with ``embedder`` into a fresh collection; returns passages done."""
@@ -440,7 +492,7 @@ class Indexer:
                 self.store.reset()
                 if passages:
                     self.store.add(passages, np.stack([reuse.get(p.id, vectors.get(p.id)) for p in passages]),
-                                   documents)
+                                   documents, self.kb_names())
             return len(todo)
 
     def recreate_store(self) -> str:
@@ -454,16 +506,16 @@ class Indexer:
         documents = {doc.id: doc for doc in self.catalog.documents()}
         vectors = embedder.embed_documents([p.text for p in passages], self.settings.embedding_batch_size)
         with self._vector_write():
-            self.store.add(passages, vectors, documents)
+            self.store.add(passages, vectors, documents, self.kb_names())
 
     def record_edit(self, record: DocumentRecord) -> None:
-        """Copy a document's user-set title and tags onto one of its vectors, so ``repair``
-        of a lost catalog brings them back."""
+        """Copy a document's user-set title and tags (and its knowledge base) onto one of its
+        vectors, so ``repair`` of a lost catalog brings them back."""
         passages = self.catalog.passages_of(record.id)
         if not passages:
             return
         with self._vector_write():
-            self.store.update_document_metadata(passages[0].id, record)
+            self.store.update_document_metadata(passages[0].id, record, self.kb_names().get(record.kb_id, ""))
 
     def delete_vectors(self, ids: list[str], wait: bool = True) -> bool:
         """Remove vectors the catalog proved stale (the sweep); with ``wait=False`` skip it
@@ -480,6 +532,10 @@ class Indexer:
     def embedder(self) -> Embedder:
         """The embedding model (loaded on first use)."""
         return self._embedder()
+
+    def kb_names(self) -> dict[str, str]:
+        """Knowledge base id -> name (stored with each vector, for ``repair``)."""
+        return {base.id: base.name for base in self.catalog.knowledge_bases()}
 
     def fresh(self) -> None:
         """Make sure this process's view of the vector store includes every other writer's."""

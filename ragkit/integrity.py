@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .catalog import Catalog, DocumentRecord
+from .catalog import DEFAULT_KB_ID, DEFAULT_KB_NAME, Catalog, DocumentRecord
 from .errors import StoreInconsistent
 from .passages import Passage
 from .text import search_tokens
@@ -263,6 +263,15 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
+def kb_name_from_vectors(vectors: list[tuple[StoredVector, str]], kb_id: str) -> str:
+    """The name of the knowledge base a document's vectors were stored under (for a catalog
+    rebuilt by ``repair``); "Default" for the default one, the id when no name was stored."""
+    newest = max(stored.version for stored, _ in vectors)  # its first passage carries the latest edits
+    ordered = sorted(vectors, key=lambda pair: (pair[0].version != newest, pair[0].metadata.get("position", 0)))
+    names = [str(stored.metadata.get("kb_name") or "") for stored, _ in ordered]
+    return next((name for name in names if name), DEFAULT_KB_NAME if kb_id == DEFAULT_KB_ID else kb_id)
+
+
 def documents_from_vectors(vectors: list[tuple[StoredVector, str]]) -> tuple[DocumentRecord, list[Passage]]:
     """Rebuild one document (its newest version) from its vectors' texts and metadata.
     The document's own fields (title, tags) come from the most recently updated passage:
@@ -288,7 +297,7 @@ def documents_from_vectors(vectors: list[tuple[StoredVector, str]]) -> tuple[Doc
         size_bytes=int(meta.get("size_bytes", 0) or 0),
         pages=int(meta.get("pages") or max(p.page for p in passages)), chunks=len(passages),
         tokens=sum(p.tokens for p in passages), created_at=created,
-        updated_at=float(meta.get("updated_at") or created),
+        updated_at=float(meta.get("updated_at") or created), kb_id=str(meta.get("kb_id") or DEFAULT_KB_ID),
     )
     return record, passages
 
@@ -340,6 +349,7 @@ def repair(catalog: Catalog, store: VectorStore, indexer, embedder) -> RepairRep
         if found.unknown:
             for vectors in vectors_by_document(store, set(found.unknown)).values():
                 record, passages = documents_from_vectors(vectors)
+                catalog.ensure_knowledge_base(record.kb_id, kb_name_from_vectors(vectors, record.kb_id))
                 catalog.restore(record, passages, [search_tokens(p.text) for p in passages])
                 report.restored_documents.append(record.filename)
             found = inspect(catalog, store, full=True, lock_held=True)

@@ -33,6 +33,8 @@ class IngestJob:
     filename: str
     data: bytes | Path = field(repr=False)  # the uploaded bytes, or a file on disk (the samples)
     tags: list[str]
+    kb_id: str = ""  # the knowledge base it goes into ("": the default one)
+    url: str = ""  # a web page to fetch instead (then ``filename`` is the address)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     stage: str = "waiting"
     fraction: float = 0.0
@@ -50,7 +52,9 @@ class IngestJob:
 
     def item(self) -> IngestItem:
         """The indexer's view of this file."""
-        return IngestItem.of(self.data, self.filename, tags=self.tags, progress=self.report)
+        if self.url:
+            return IngestItem.of_url(self.url, self.tags, self.report, self.kb_id)
+        return IngestItem.of(self.data, self.filename, tags=self.tags, progress=self.report, kb_id=self.kb_id)
 
 
 class IngestQueue:
@@ -69,9 +73,16 @@ class IngestQueue:
         """Queue one file (bytes, or a path); returns its job at once."""
         return self.submit_many([(filename, data, tags or [])])[0]
 
-    def submit_many(self, files: Iterable[tuple[str, bytes | Path, list[str]]]) -> list[IngestJob]:
-        """Queue several files at once (so they are indexed as one batch); their jobs, in order."""
-        jobs = [IngestJob(filename, data, list(tags or [])) for filename, data, tags in files]
+    def submit_many(self, files: Iterable[tuple[str, bytes | Path, list[str]]], kb_id: str = "") -> list[IngestJob]:
+        """Queue several files at once (so they are indexed as one batch) into one knowledge
+        base ("": the default); their jobs, in order."""
+        return self._submit([IngestJob(filename, data, list(tags or []), kb_id) for filename, data, tags in files])
+
+    def submit_url(self, url: str, tags: list[str] | None = None, kb_id: str = "") -> IngestJob:
+        """Queue a web page to fetch and add; its job at once."""
+        return self._submit([IngestJob(url.strip(), b"", list(tags or []), kb_id, url=url.strip())])[0]
+
+    def _submit(self, jobs: list[IngestJob]) -> list[IngestJob]:
         with self._wakeup:
             for job in jobs:
                 self._jobs[job.id] = job

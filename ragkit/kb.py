@@ -7,6 +7,10 @@
 A thin facade over four parts, each in its own module: the catalog (documents,
 versions, tags and passages: ``catalog``), the vector store (``vectors``), the indexer
 (the only writer: ``indexer``) and the retriever (hybrid search: ``retrieval``).
+
+The store holds one or more *knowledge bases* (named sets of documents: "Default" at
+first). Each document belongs to one; a search given knowledge bases
+(``SearchFilters.knowledge_bases``) never returns a passage from another.
 Opening checks the catalog against the vector store (``integrity``) and refuses to go
 on, deleting nothing, when they disagree in a way it cannot explain.
 """
@@ -18,12 +22,13 @@ import threading
 from pathlib import Path
 
 from . import integrity
-from .catalog import Catalog, DocumentRecord
+from .catalog import Catalog, DocumentRecord, KnowledgeBaseInfo
 from .config import Settings
 from .embeddings import Embedder, configured_model_name, make_embedder
-from .errors import EmbeddingModelMismatch, KnowledgeBaseError, ReadOnlyDataDir, StoreInconsistent
+from .errors import EmbeddingModelMismatch, InputError, KnowledgeBaseError, ReadOnlyDataDir, StoreInconsistent
 from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags, plural
 from .lexical import LexicalEntry, LexicalIndex
+from .originals import OriginalStore
 from .passages import Hit, Passage
 from .retrieval import Retriever, SearchFilters
 from .tags import checked_tags
@@ -35,7 +40,8 @@ log = logging.getLogger(__name__)
 SNAPSHOT_AFTER_CHANGES = 1000  # passages re-read at open before the lexical snapshot is rewritten
 
 __all__ = ["KnowledgeBase", "KnowledgeBaseError", "EmbeddingModelMismatch", "StoreInconsistent", "IngestItem",
-           "IngestResult", "Progress", "normalize_tags", "plural", "DocumentRecord", "Hit", "Passage"]
+           "IngestResult", "Progress", "normalize_tags", "plural", "DocumentRecord", "Hit", "Passage",
+           "KnowledgeBaseInfo"]
 
 
 class KnowledgeBase:
@@ -210,9 +216,12 @@ class KnowledgeBase:
 
     # ----- documents ---------------------------------------------------------------
 
-    def documents(self) -> list[DocumentRecord]:
-        """Every document, most recently updated first."""
-        return self.catalog.documents()
+    def documents(self, knowledge_bases: list[str] | None = None) -> list[DocumentRecord]:
+        """Every document (of these knowledge base ids, when given), most recently updated first."""
+        documents = self.catalog.documents()
+        if knowledge_bases:
+            documents = [doc for doc in documents if doc.kb_id in knowledge_bases]
+        return documents
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document by id."""
@@ -226,9 +235,56 @@ class KnowledgeBase:
         """Number of searchable passages."""
         return self.catalog.passage_count()
 
-    def tags(self) -> list[str]:
-        """All tags in use, sorted."""
-        return sorted({tag for doc in self.documents() for tag in doc.tags})
+    def tags(self, knowledge_bases: list[str] | None = None) -> list[str]:
+        """All tags in use (in these knowledge bases, when given), sorted."""
+        return sorted({tag for doc in self.documents(knowledge_bases) for tag in doc.tags})
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The bytes of the document's file as it was added (None when it was not kept:
+        added before originals were kept, or RAGKIT_KEEP_ORIGINALS=false); KeyError for an
+        unknown document."""
+        doc = self.catalog.document(doc_id)
+        if doc is None:
+            raise KeyError(f"no document with id {doc_id!r}")
+        return OriginalStore(self.settings.originals_path).read(doc.content_hash)
+
+    # ----- knowledge bases ---------------------------------------------------------
+
+    def knowledge_bases(self) -> list[KnowledgeBaseInfo]:
+        """Every knowledge base with its number of documents, oldest first."""
+        return self.catalog.knowledge_bases()
+
+    def knowledge_base(self, name_or_id: str) -> KnowledgeBaseInfo:
+        """A knowledge base by id or name (any case); InputError naming the existing ones."""
+        return self.catalog.knowledge_base(name_or_id)
+
+    def default_knowledge_base(self) -> KnowledgeBaseInfo:
+        """Where documents go when none is named."""
+        return self.catalog.default_knowledge_base()
+
+    def create_knowledge_base(self, name: str) -> KnowledgeBaseInfo:
+        """A new, empty knowledge base; InputError for an empty, too long or taken name."""
+        self._writable("create knowledge bases")
+        return self.catalog.create_knowledge_base(name)
+
+    def rename_knowledge_base(self, name_or_id: str, new_name: str) -> KnowledgeBaseInfo:
+        """Rename a knowledge base; InputError for an unknown one or a bad or taken name. The
+        new name is also recorded with its documents' vectors (for ``repair``)."""
+        self._writable("rename knowledge bases")
+        renamed = self.catalog.rename_knowledge_base(self.knowledge_base(name_or_id).id, new_name)
+        self._record_edits(self.documents([renamed.id]))
+        return renamed
+
+    def delete_knowledge_base(self, name_or_id: str) -> list[DocumentRecord]:
+        """Delete a knowledge base and every document in it (returned); the last one left
+        cannot be deleted (InputError): documents need somewhere to go."""
+        self._writable("delete knowledge bases")
+        base = self.knowledge_base(name_or_id)
+        if len(self.knowledge_bases()) == 1:
+            raise InputError(f"{base.name!r} is the only knowledge base: create another before deleting it")
+        deleted = self.indexer.delete_many([doc.id for doc in self.documents([base.id])])
+        self.catalog.remove_knowledge_base(base.id)
+        return deleted
 
     def update_metadata(self, doc_id: str, *, title: str | None = None,
                         tags: list[str] | None = None) -> DocumentRecord:
@@ -237,28 +293,61 @@ class KnowledgeBase:
         recorded with the document's vectors, so ``repair`` of a lost catalog brings it back."""
         self._writable("change the document")
         record = self.catalog.update_metadata(doc_id, title, checked_tags(tags) if tags is not None else None)
-        try:
-            self.indexer.record_edit(record)
-        except Exception as exc:  # noqa: BLE001 - the catalog has the edit; only its backup copy failed
-            log.warning("could not record the edit of %s with its vectors: %s", doc_id, exc)
+        self._record_edits([record])
         return record
+
+    def _record_edits(self, records: list[DocumentRecord]) -> None:
+        """Copy edited documents' titles, tags and knowledge base onto their vectors."""
+        for record in records:
+            try:
+                self.indexer.record_edit(record)
+            except Exception as exc:  # noqa: BLE001 - the catalog has the edit; only its backup copy failed
+                log.warning("could not record the edit of %s with its vectors: %s", record.id, exc)
 
     def delete(self, doc_id: str) -> DocumentRecord:
         """Remove a document and its passages; KeyError when it does not exist."""
         self._writable("delete documents")
         return self.indexer.delete(doc_id)
 
+    def delete_many(self, doc_ids: list[str]) -> list[DocumentRecord]:
+        """Remove several documents at once; ids already gone are skipped. The records deleted."""
+        self._writable("delete documents")
+        return self.indexer.delete_many(doc_ids)
+
+    def add_tags(self, doc_ids: list[str], tags: list[str]) -> list[DocumentRecord]:
+        """Add these tags to each document (keeping its own); ids already gone are skipped.
+        InputError when a document would get more tags than allowed (nothing is changed then)."""
+        self._writable("change documents")
+        added = checked_tags(tags)
+        documents = [doc for doc in (self.catalog.document(doc_id) for doc_id in doc_ids) if doc is not None]
+        planned = [(doc, checked_tags(doc.tags + added)) for doc in documents]  # all checked before any is changed
+        changed = [self.catalog.update_metadata(doc.id, None, tags) for doc, tags in planned]
+        self._record_edits(changed)
+        return changed
+
     # ----- ingest ------------------------------------------------------------------
 
     def ingest(self, source: str | Path | bytes, filename: str | None = None, tags: list[str] | None = None,
-               progress: Progress | None = None, identity: str | None = None) -> IngestResult:
+               progress: Progress | None = None, identity: str | None = None,
+               knowledge_base: str | None = None) -> IngestResult:
         """Add one file (a path, or bytes + filename); never raises for a bad file.
 
         ``identity`` says which stored document a file is a new version of; by default
-        a path's full path, or the file name for bytes. ReadOnlyDataDir when the data dir
-        cannot be written."""
+        a path's full path, or the file name for bytes. ``knowledge_base`` (a name or id;
+        InputError when there is none such) is where it goes, by default "Default".
+        ReadOnlyDataDir when the data dir cannot be written."""
         self._writable("add files")
-        return self.indexer.ingest(IngestItem.of(source, filename, tags, progress, identity))
+        kb_id = self.knowledge_base(knowledge_base).id if knowledge_base else ""
+        return self.indexer.ingest(IngestItem.of(source, filename, tags, progress, identity, kb_id))
+
+    def ingest_url(self, url: str, tags: list[str] | None = None, progress: Progress | None = None,
+                   knowledge_base: str | None = None) -> IngestResult:
+        """Fetch a web page and add its main text (see ``ragkit.web``); never raises for a bad
+        address or page: the result says why it was refused. ReadOnlyDataDir when the data
+        dir cannot be written."""
+        self._writable("add web pages")
+        kb_id = self.knowledge_base(knowledge_base).id if knowledge_base else ""
+        return self.indexer.ingest(IngestItem.of_url(url, tags, progress, kb_id))
 
     def ingest_many(self, items: list[IngestItem]) -> list[IngestResult]:
         """Add many files, embedding them together (each file still all-or-nothing)."""

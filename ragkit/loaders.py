@@ -44,6 +44,15 @@ SUPPORTED_TYPES = {
     ".html": "html",
     ".htm": "html",
     ".csv": "csv",
+    ".xlsx": "xlsx",
+    ".pptx": "pptx",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".webp": "image",
+    ".bmp": "image",
+    ".tif": "image",
+    ".tiff": "image",
 }
 
 MB = 1024 * 1024
@@ -67,6 +76,20 @@ _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word 97-2003 .doc, and encry
 _GB_ENCODINGS = {"gb18030", "gbk", "gb2312", "hz"}
 
 
+@dataclass(frozen=True)
+class _Office:
+    """How messages name a ZIP-based Office format and the program that writes it."""
+
+    kind: str  # "DOCX"
+    program: str  # "Word"
+    document: str  # "Word document"
+
+
+DOCX_FORMAT = _Office("DOCX", "Word", "Word document")
+XLSX_FORMAT = _Office("XLSX", "Excel", "Excel workbook")
+PPTX_FORMAT = _Office("PPTX", "PowerPoint", "PowerPoint presentation")
+
+
 @dataclass
 class LoadedDocument:
     """The text of one file, page by page, with its descriptive metadata."""
@@ -80,6 +103,8 @@ class LoadedDocument:
     extra: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     """What the user should know about how the file was read (bytes replaced, say)."""
+    raw: bytes = field(default=b"", repr=False)
+    """The file's bytes (kept as the document's original: see ``ragkit.originals``)."""
 
     @property
     def page_count(self) -> int:
@@ -359,7 +384,8 @@ def _first_line_title(text: str, fallback: str) -> str:
 
 
 def load_pdf(
-    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES, notes: list[str] | None = None
+    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES, notes: list[str] | None = None,
+    ocr=None,
 ) -> tuple[list[str], str | None]:
     """Text of each PDF page and the document's own title, if any.
 
@@ -388,7 +414,48 @@ def load_pdf(
         raise _pdf_error(exc, filename) from None
     if not pages:
         raise LoaderError(f"{filename}: the PDF has no pages: re-export it from the source application")
+    if ocr is not None and ocr.enabled:
+        pages = _ocr_scanned_pages(data, pages, filename, ocr, notes)
     return _without_garbage_pages(pages, filename, notes), title
+
+
+OCR_BELOW_CHARS = 20
+"""A PDF page with fewer non-blank characters of text than this (or garbage text) is read by OCR."""
+
+
+def _ocr_scanned_pages(data: bytes, pages: list[str], filename: str, ocr, notes: list[str] | None) -> list[str]:
+    """Pages without a usable text layer (a scan, fonts without a Unicode map) read by OCR,
+    at most ``ocr.max_pages`` of them; the notes say which."""
+    from .ocr import read_pdf_pages
+
+    wanted = [number for number, page in enumerate(pages, start=1)
+              if len("".join(page.split())) < OCR_BELOW_CHARS or garbage_reason(page)]
+    if not wanted:
+        return pages
+    chosen, skipped = wanted[: ocr.max_pages], wanted[ocr.max_pages :]
+    try:
+        read = read_pdf_pages(data, chosen, ocr)
+    except LoaderError:
+        raise
+    except Exception as exc:  # PDFium cannot render it: keep what pypdf read
+        logger.warning("%s: OCR failed: %r", filename, exc)
+        if notes is not None:
+            notes.append(f"OCR failed ({type(exc).__name__}), pages without text were left out")
+        return pages
+    out = list(pages)
+    done = []
+    for number, text in read.items():
+        text = unwrap_soft_breaks(_normalize(text))
+        if len("".join(text.split())) > len("".join(out[number - 1].split())) or garbage_reason(out[number - 1]):
+            out[number - 1] = text
+            done.append(number)
+    if notes is not None and done:
+        shown = ", ".join(map(str, done[:10])) + (" …" if len(done) > 10 else "")
+        notes.append(f"{plural_pages(len(done))} read by OCR (p. {shown})")
+    if notes is not None and skipped:
+        notes.append(f"{plural_pages(len(skipped))} without text not read: over the {ocr.max_pages} pages OCR reads "
+                     "in one file (RAGKIT_OCR_MAX_PAGES)")
+    return out
 
 
 GARBAGE_SHARE = 0.25
@@ -635,7 +702,8 @@ class _PdfInflateBudget:
 # --- DOCX ------------------------------------------------------------------------------
 
 
-def check_zip_limits(data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> None:
+def check_zip_limits(data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+                     office: _Office = DOCX_FORMAT) -> None:
     """Refuse a ZIP-based file (DOCX) that would unpack too far, from its directory alone.
 
     Nothing is decompressed here; the declared sizes are checked, and :func:`_bounded_copy`
@@ -644,25 +712,25 @@ def check_zip_limits(data: bytes, filename: str, max_unpacked_bytes: int = DEFAU
     them)."""
     if data.count(b"PK\x01\x02") > MAX_ZIP_ENTRIES:  # directory records, before parsing them
         raise LoaderError(
-            f"{filename}: the DOCX has more than {MAX_ZIP_ENTRIES} parts, which no Word document "
-            "needs: re-save it in Word"
+            f"{filename}: the {office.kind} has more than {MAX_ZIP_ENTRIES} parts, which no {office.document} "
+            f"needs: re-save it in {office.program}"
         )
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             entries = archive.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
-        raise _docx_unreadable(filename, data) from None
+        raise _office_unreadable(filename, data, office) from None
     for entry in entries:
         if entry.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             method = _ZIP_METHOD_NAMES.get(entry.compress_type, f"method {entry.compress_type}")
             raise LoaderError(
-                f"{filename}: part {entry.filename} is packed with {method}, which Word never "
-                "uses: re-save the document in Word"
+                f"{filename}: part {entry.filename} is packed with {method}, which {office.program} never "
+                f"uses: re-save the document in {office.program}"
             )
     total = sum(entry.file_size for entry in entries)
     if total > max_unpacked_bytes:
         raise LoaderError(
-            f"{filename}: the DOCX would unpack to {total / MB:.1f} MB, over the "
+            f"{filename}: the {office.kind} would unpack to {total / MB:.1f} MB, over the "
             f"{_megabytes(max_unpacked_bytes)} limit (RAGKIT_MAX_UNPACKED_MB); it may be a "
             "decompression bomb: if it is genuine, raise RAGKIT_MAX_UNPACKED_MB or split the document"
         )
@@ -671,9 +739,24 @@ def check_zip_limits(data: bytes, filename: str, max_unpacked_bytes: int = DEFAU
             ratio = entry.file_size / max(entry.compress_size, 1)
             raise LoaderError(
                 f"{filename}: part {entry.filename} would unpack {ratio:.0f} times larger than it is "
-                f"stored (Word documents stay under {MAX_ZIP_RATIO}); it looks like a decompression "
-                "bomb: re-save the document in Word if it is genuine"
+                f"stored ({office.program} files stay under {MAX_ZIP_RATIO}); it looks like a decompression "
+                f"bomb: re-save the document in {office.program} if it is genuine"
             )
+
+
+def _office_unreadable(filename: str, data: bytes, office: _Office) -> LoaderError:
+    if office is DOCX_FORMAT:
+        return _docx_unreadable(filename, data)
+    suffix = office.kind.lower()
+    if data.startswith(_OLE_MAGIC):
+        return LoaderError(
+            f"{filename}: this is an old {office.program} 97-2003 file or a password-protected one: "
+            f"open it in {office.program} and save it as .{suffix} without a password"
+        )
+    return LoaderError(
+        f"{filename}: not a readable {office.kind} file (corrupt, or not {office.program} 2007+): "
+        f"open it in {office.program} and save it again as .{suffix}"
+    )
 
 
 def _docx_unreadable(filename: str, data: bytes) -> LoaderError:
@@ -767,6 +850,108 @@ def _docx_table_text(table) -> str:
         cells = [cell.text.strip().replace("\n", " ") for cell in row.cells]
         rows.append(" | ".join(cells))
     return "\n".join(rows)
+
+
+# --- XLSX and PPTX ---------------------------------------------------------------------
+
+
+def load_xlsx(data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+              notes: list[str] | None = None) -> tuple[list[str], str | None]:
+    """Each sheet of a workbook as one page of labelled rows ("column: value; ..."), the first
+    non-empty row of a sheet naming its columns, as for CSV; and the workbook's title.
+
+    Cell values are read as last saved (formulas as their results); the archive is checked
+    and copied part by part within its declared sizes first (see check_zip_limits)."""
+    import openpyxl
+
+    check_zip_limits(data, filename, max_unpacked_bytes, XLSX_FORMAT)
+    try:
+        workbook = openpyxl.load_workbook(_bounded_copy(data), read_only=True, data_only=True)
+    except Exception:
+        raise _office_unreadable(filename, data, XLSX_FORMAT) from None
+    pages, budget = [], max_unpacked_bytes
+    try:
+        for sheet in workbook.worksheets:
+            rows = _LabelledRows(filename, budget)
+            for values in sheet.iter_rows(values_only=True):
+                cells = [_cell_text(value) for value in values]
+                if any(cells):
+                    rows.add(cells)
+            body = rows.text()
+            budget -= rows.size
+            pages.append(f"## {sheet.title}\n\n{body}" if body else "")
+        title = _clean_title(workbook.properties.title) if workbook.properties else None
+    except LoaderError:
+        raise
+    except Exception:
+        raise _office_unreadable(filename, data, XLSX_FORMAT) from None
+    finally:
+        workbook.close()
+    if not pages:
+        raise LoaderError(f"{filename}: the workbook has no sheets")
+    return pages, title
+
+
+def _cell_text(value) -> str:
+    """A cell's value as text: whole numbers without ".0", dates as ISO dates."""
+    import datetime
+
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, datetime.datetime):
+        return value.date().isoformat() if value.time() == datetime.time() else value.isoformat(sep=" ")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return " ".join(str(value).split())
+
+
+def load_pptx(data: bytes, filename: str,
+              max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> tuple[list[str], str | None]:
+    """One page per slide: its title as a heading, the text of its shapes (groups and tables
+    included) in the order they are drawn, then its speaker notes; and the deck's title."""
+    from pptx import Presentation
+
+    check_zip_limits(data, filename, max_unpacked_bytes, PPTX_FORMAT)
+    try:
+        deck = Presentation(_bounded_copy(data))
+        pages = [_slide_text(slide) for slide in deck.slides]
+        title = _clean_title(deck.core_properties.title)
+    except Exception:
+        raise _office_unreadable(filename, data, PPTX_FORMAT) from None
+    if not pages:
+        raise LoaderError(f"{filename}: the presentation has no slides")
+    first_heading = next((page.split("\n", 1)[0][2:] for page in pages if page.startswith("# ")), None)
+    return pages, title or _clean_title(first_heading)
+
+
+def _slide_text(slide) -> str:
+    title_shape = slide.shapes.title
+    title = title_shape.text_frame.text.strip() if title_shape is not None and title_shape.has_text_frame else ""
+    blocks = [f"# {' '.join(title.split())}"] if title else []
+    for shape in slide.shapes:
+        if title_shape is not None and shape.shape_id == title_shape.shape_id:
+            continue
+        blocks.extend(_shape_texts(shape))
+    if slide.has_notes_slide:
+        notes = slide.notes_slide.notes_text_frame.text.strip() if slide.notes_slide.notes_text_frame else ""
+        if notes:
+            blocks.append(f"Notes: {notes}")
+    return "\n\n".join(block for block in blocks if block.strip())
+
+
+def _shape_texts(shape) -> list[str]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        return [text for inner in shape.shapes for text in _shape_texts(inner)]
+    if getattr(shape, "has_table", False) and shape.has_table:
+        rows = [" | ".join(cell.text.strip().replace("\n", " ") for cell in row.cells) for row in shape.table.rows]
+        return ["\n".join(rows)]
+    if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+        return [shape.text_frame.text.strip()]
+    return []
 
 
 # --- HTML and CSV ----------------------------------------------------------------------
@@ -1026,11 +1211,14 @@ def load_bytes(
     filename: str,
     max_bytes: int | None = None,
     max_unpacked_bytes: int | None = None,
+    ocr=None,
 ) -> LoadedDocument:
     """Turn one uploaded file into a LoadedDocument, or raise LoaderError saying why not.
 
     ``max_bytes`` limits the file (RAGKIT_MAX_UPLOAD_MB), ``max_unpacked_bytes`` what a
-    DOCX or PDF may inflate to (RAGKIT_MAX_UNPACKED_MB, 100 MB when not given)."""
+    DOCX or PDF may inflate to (RAGKIT_MAX_UNPACKED_MB, 100 MB when not given); ``ocr``
+    (``ragkit.ocr.OcrOptions``, on by default) says whether images and scanned PDF pages
+    are read by OCR."""
     doc_type = detect_type(filename)
     if not data:
         raise LoaderError(f"{filename}: the file is empty (0 bytes): check that it was saved completely")
@@ -1038,8 +1226,21 @@ def load_bytes(
     unpacked_limit = DEFAULT_MAX_UNPACKED_BYTES if max_unpacked_bytes is None else max_unpacked_bytes
     own_title = None
     notes: list[str] = []
+    if ocr is None:
+        from .ocr import OcrOptions
+
+        ocr = OcrOptions()
     if doc_type == "pdf":
-        pages, own_title = load_pdf(data, filename, unpacked_limit, notes)
+        pages, own_title = load_pdf(data, filename, unpacked_limit, notes, ocr)
+    elif doc_type == "image":
+        from .ocr import load_image
+
+        pages = load_image(data, filename, ocr)
+        notes.append("read by OCR")
+    elif doc_type == "xlsx":
+        pages, own_title = load_xlsx(data, filename, unpacked_limit, notes)
+    elif doc_type == "pptx":
+        pages, own_title = load_pptx(data, filename, unpacked_limit)
     elif doc_type == "docx":
         pages, own_title = load_docx(data, filename, unpacked_limit)
     elif doc_type == "html":
@@ -1051,7 +1252,9 @@ def load_bytes(
     pages = [_normalize(page) for page in pages]
     if not any(page.strip() for page in pages):
         hint = (
-            " (a scanned PDF needs OCR first: run it through OCR and add the result)"
+            (" (OCR read no text on its pages either)" if ocr.enabled else
+             " (a scanned PDF needs OCR, which is turned off: set RAGKIT_OCR=true, or run it through OCR "
+             "and add the result)")
             if doc_type == "pdf"
             else ": the file holds no visible text"
         )
@@ -1066,6 +1269,7 @@ def load_bytes(
         size_bytes=len(data),
         content_hash=content_hash(data),
         notes=notes,
+        raw=data,
     )
 
 
@@ -1073,6 +1277,7 @@ def load_path(
     path: str | Path,
     max_bytes: int | None = None,
     max_unpacked_bytes: int | None = None,
+    ocr=None,
 ) -> LoadedDocument:
     """Read a file from disk and load it. Directories, FIFOs and devices are refused, and
     the type and size are checked before a byte is read."""
@@ -1085,7 +1290,7 @@ def load_path(
             data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
         except OSError as exc:
             raise LoaderError(f"{path}: cannot read the file ({exc.strerror}): check that it is readable") from None
-    return load_bytes(data, path.name, max_bytes=max_bytes, max_unpacked_bytes=max_unpacked_bytes)
+    return load_bytes(data, path.name, max_bytes=max_bytes, max_unpacked_bytes=max_unpacked_bytes, ocr=ocr)
 
 
 def _open_regular_file(path: Path) -> io.BufferedReader:

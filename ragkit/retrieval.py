@@ -29,15 +29,27 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SearchFilters:
-    """Restrict a search to documents by id, tag or type (all given conditions must hold)."""
+    """Restrict a search to documents by knowledge base, id, tag or type (all given
+    conditions must hold). ``knowledge_bases`` is the conversation's scope: a search never
+    returns a passage of a document outside it, whatever else is asked."""
 
     doc_ids: list[str] | None = None
     tags: list[str] | None = None
     doc_types: list[str] | None = None
+    knowledge_bases: list[str] | None = None  # knowledge base ids
 
     def is_empty(self) -> bool:
         """True when nothing is restricted."""
-        return not (self.doc_ids or self.tags or self.doc_types)
+        return not (self.doc_ids or self.tags or self.doc_types or self.knowledge_bases)
+
+    def narrows(self) -> bool:
+        """True when documents, tags or types are chosen within the knowledge bases."""
+        return bool(self.doc_ids or self.tags or self.doc_types)
+
+    def scope_only(self) -> "SearchFilters":
+        """Only the knowledge bases of these filters (a search outside the chosen documents
+        that still stays in the conversation's knowledge bases)."""
+        return SearchFilters(knowledge_bases=self.knowledge_bases)
 
 
 def dense_weight_for(query: str, latin_weight: float, cjk_weight: float) -> float:
@@ -350,6 +362,8 @@ def allowed_documents(filters: SearchFilters | None, documents: list) -> set[str
         return None
     allowed = set()
     for doc in documents:
+        if filters.knowledge_bases and doc.kb_id not in filters.knowledge_bases:
+            continue
         if filters.doc_ids and doc.id not in filters.doc_ids:
             continue
         if filters.tags and not set(filters.tags) & set(doc.tags):

@@ -41,6 +41,7 @@ class RagService:
             return []
         return sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_TYPES)
 
-    def queue_samples(self) -> list[IngestJob]:
-        """Send the sample documents (tagged 'sample') to the upload queue, as one batch."""
-        return self.uploads.submit_many([(path.name, path, ["sample"]) for path in self.sample_files()])
+    def queue_samples(self, kb_id: str = "") -> list[IngestJob]:
+        """Send the sample documents (tagged 'sample') to the upload queue, as one batch, into
+        this knowledge base ("": the default one)."""
+        return self.uploads.submit_many([(path.name, path, ["sample"]) for path in self.sample_files()], kb_id)

@@ -1,7 +1,8 @@
 """The vector store: passage vectors in a Chroma collection (on disk, or a Chroma server).
 
 Each vector carries its passage's text and enough metadata (document, version, file,
-title, type, hash, source, tags) to rebuild the catalog if it is lost (``repair``).
+title, type, hash, source, tags, knowledge base) to rebuild the catalog if it is lost
+(``repair``).
 
 How embedded Chroma (1.5) shares its files between processes, and the rules that follow:
 
@@ -321,8 +322,10 @@ class VectorStore:
 
     # ----- writing (callers hold the write lock; see ``indexer``) ------------------
 
-    def add(self, passages: list[Passage], vectors: np.ndarray, documents: dict[str, DocumentRecord]) -> None:
-        """Write passages with their vectors and recovery metadata, in batches."""
+    def add(self, passages: list[Passage], vectors: np.ndarray, documents: dict[str, DocumentRecord],
+            kb_names: dict[str, str] | None = None) -> None:
+        """Write passages with their vectors and recovery metadata (``kb_names``: knowledge
+        base id -> name, so that ``repair`` can name a knowledge base it restores), in batches."""
         self._ready()
         with self._lock:
             for start in range(0, len(passages), WRITE_BATCH):
@@ -330,16 +333,16 @@ class VectorStore:
                 self._collection.add(
                     ids=[p.id for p in part],
                     documents=[p.text for p in part],
-                    metadatas=[_metadata(p, documents[p.doc_id]) for p in part],
+                    metadatas=[_metadata(p, documents[p.doc_id], kb_names or {}) for p in part],
                     embeddings=vectors[start : start + WRITE_BATCH],
                 )
 
-    def update_document_metadata(self, passage_id: str, document: DocumentRecord) -> None:
-        """Record a document's user-set title and tags on one of its passages (the one
-        ``repair`` reads them from when the catalog is lost)."""
+    def update_document_metadata(self, passage_id: str, document: DocumentRecord, kb_name: str = "") -> None:
+        """Record a document's user-set title and tags (and knowledge base) on one of its
+        passages (the one ``repair`` reads them from when the catalog is lost)."""
         self._ready()
         with self._lock:
-            self._collection.update(ids=[passage_id], metadatas=[_document_metadata(document)])
+            self._collection.update(ids=[passage_id], metadatas=[_document_metadata(document, kb_name)])
 
     def delete_ids(self, ids: list[str]) -> None:
         """Delete vectors by passage id."""
@@ -412,16 +415,21 @@ def _plain(exc: Exception) -> str:
     return text.removeprefix("error returned from database: ")
 
 
-def _document_metadata(document: DocumentRecord) -> dict:
-    return {"filename": document.filename, "title": document.title, "title_from": document.title_from,
-            "doc_type": document.doc_type, "content_hash": document.content_hash, "source": document.source,
-            "tags": json.dumps(document.tags, ensure_ascii=False), "size_bytes": document.size_bytes,
-            "pages": document.pages, "created_at": document.created_at}
+def _document_metadata(document: DocumentRecord, kb_name: str = "") -> dict:
+    """What ``repair`` needs to rebuild a document's catalog row; ``kb_name`` only when known
+    (an update without it keeps the name already stored)."""
+    metadata = {"filename": document.filename, "title": document.title, "title_from": document.title_from,
+                "doc_type": document.doc_type, "content_hash": document.content_hash, "source": document.source,
+                "tags": json.dumps(document.tags, ensure_ascii=False), "size_bytes": document.size_bytes,
+                "pages": document.pages, "created_at": document.created_at, "kb_id": document.kb_id}
+    if kb_name:
+        metadata["kb_name"] = kb_name
+    return metadata
 
 
-def _metadata(passage: Passage, document: DocumentRecord) -> dict:
+def _metadata(passage: Passage, document: DocumentRecord, kb_names: dict[str, str]) -> dict:
     return {
         "doc_id": passage.doc_id, "version": passage.version, "page": passage.page,
         "position": passage.position, "start": passage.start, "end": passage.end, "tokens": passage.tokens,
-        **_document_metadata(document),
+        **_document_metadata(document, kb_names.get(document.kb_id, "")),
     }

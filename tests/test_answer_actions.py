@@ -256,4 +256,4 @@ def test_the_stats_name_each_kind_of_answer_in_words(tmp_path):
         frame = turns_frame(history)
     finally:
         history.close()
-    assert sorted(frame["answered"]) == ["not in the documents", "quoted from the documents", "written by a model"]
+    assert sorted(frame["outcome"]) == ["not in the documents", "quoted from the documents", "written by a model"]

@@ -153,7 +153,7 @@ def test_indexing_goes_on_when_the_user_leaves_the_documents_page(app_url, page,
     page.get_by_placeholder("Ask a question about your documents").wait_for()
     go(page, "Documents")
     page.get_by_text("long_notes.md: added").wait_for()
-    page.get_by_text(re.compile(r"Knowledge base · \d+ documents? · \d+ passages")).wait_for()
+    page.get_by_text(re.compile(r"Default · \d+ documents? · \d+ passages")).wait_for()
     page.get_by_role("button", name="Dismiss").click()
     page.get_by_text("long_notes.md: added").wait_for(state="detached")
 

@@ -67,7 +67,7 @@ def test_every_page_fits_the_width_after_samples_and_two_questions(app_url, brow
 
         page.set_viewport_size({"width": width, "height": height})
         page.goto(f"{app_url}/stats")
-        page.get_by_text("Retrieval score of the best passage").wait_for()
+        page.get_by_text("How close the best passage came to the question").wait_for()
         # seven charts, all drawn (the token chart is an empty state: every answer was extractive)
         expect(page.get_by_test_id("stVegaLiteChart")).to_have_count(7)
         page.wait_for_function(FITS_JS)

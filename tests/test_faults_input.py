@@ -229,7 +229,7 @@ def test_the_documents_page_refuses_too_many_tags_and_keeps_the_old_ones(tmp_pat
         service = _service_future().result()
         job = service.uploads.submit("tides.txt", b"Tide tables for the harbour.", ["harbour"])
         assert service.uploads.wait([job.id], timeout_s=120) and job.result.ok
-        at.session_state["selected-document"] = job.result.document.id
+        at.session_state["selected-documents"] = [job.result.document.id]
         at.run()
         next(t for t in at.text_input if t.label == "Tags").input(",".join(f"t{i}" for i in range(150)))
         next(b for b in at.button if b.label == "Save").click().run()

@@ -159,7 +159,7 @@ class RagNodes:
         if not history or not needs_context(question):
             return {"standalone_question": question, "query": question, "queries": [],
                     "timings": {"contextualize_ms": _elapsed_ms(started)}}
-        offline, how, options = self._offline_rewrite(question, history)
+        offline, how, options = self._offline_rewrite(question, history, _scope(state))
         rewritten = offline
         choice = self._choice(state)
         if self.clients.judges(choice):
@@ -176,7 +176,8 @@ class RagNodes:
                 "trace": step("Rewrote the follow-up", detail),
                 "timings": {"contextualize_ms": _elapsed_ms(started)}}
 
-    def _offline_rewrite(self, question: str, history: list) -> tuple[str, str, list[str]]:
+    def _offline_rewrite(self, question: str, history: list,
+                         scope: SearchFilters | None = None) -> tuple[str, str, list[str]]:
         """Of the rewrites with the previous question's likeliest subjects, the one whose
         search finds the best-covered passage (ties: the likelier subject); also every
         rewrite, likeliest first, for the searches after weak evidence."""
@@ -187,7 +188,7 @@ class RagNodes:
             return options[0], "offline, from the previous question's subject", options
         scored = []
         for rank, option in enumerate(options):
-            hits = self.kb.search(option, PASSAGES_GRADED)
+            hits = self.kb.search(option, PASSAGES_GRADED, scope)
             scored.append((coverage(option, hits, self.kb.idf(option))[0], option))
         first, best = scored[0], max(scored)
         if best[0] < first[0] + SUBJECT_MARGIN:  # the likeliest subject unless another is clearly better
@@ -223,7 +224,7 @@ class RagNodes:
         filters = SearchFilters(**(state.get("filters") or {}))
         hits = self.kb.search(query, self.settings.top_k, filters)
         queries = list(state.get("queries") or []) + [query]
-        where = f" in {_filter_words(state.get('filters') or {})}" if state.get("filters") else ""
+        where = f" in {_filter_words(state.get('filters') or {})}" if _filter_words(state.get("filters") or {}) else ""
         return {"hits": hits, "queries": queries,
                 "trace": step("Searched", f"round {len(queries)}: “{query}”{where}, {len(hits)} passages"),
                 "timings": {"retrieve_ms": (state.get("timings") or {}).get("retrieve_ms", 0.0) + _elapsed_ms(started)}}
@@ -467,9 +468,9 @@ class RagNodes:
         if question != state["standalone_question"]:
             emit({"type": "standalone", "question": question})
         filters = state.get("filters") or {}
-        if filters:
+        if _filter_words(filters):
             text += prompts.FILTER_NOTE[lang].format(what=_filter_words(filters))
-            elsewhere = self._best_outside(question)
+            elsewhere = self._best_outside(question, _scope(state))
             if elsewhere:
                 text += prompts.ELSEWHERE_NOTE[lang].format(title=elsewhere)
         closest = sources_from_hits(best_hits[:CLOSEST_MATCHES])
@@ -479,8 +480,8 @@ class RagNodes:
                 "standalone_question": question, "model": "", "usage": {},
                 "trace": step("Not found", f"no passage answers it after {len(state.get('queries') or [])} searches")}
 
-    def _best_outside(self, question: str) -> str:
-        hits = self.kb.search(question, self.settings.top_k)
+    def _best_outside(self, question: str, scope: SearchFilters | None = None) -> str:
+        hits = self.kb.search(question, self.settings.top_k, scope)
         grade = grade_offline(question, hits, self.kb.idf(question), self._embed_sentences, self.settings)
         return hits[0].title if hits and grade.sufficient else ""
 
@@ -543,7 +544,13 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:80]}"
 
 
+def _scope(state: dict) -> SearchFilters:
+    """The conversation's knowledge bases: every search of a turn stays inside them."""
+    return SearchFilters(knowledge_bases=(state.get("filters") or {}).get("knowledge_bases"))
+
+
 def _filter_words(filters: dict) -> str:
+    """The documents, tags or types chosen within the knowledge bases, in words ("" for none)."""
     parts = []
     if filters.get("doc_ids"):
         parts.append(f"{plural(len(filters['doc_ids']), 'chosen document')}")
