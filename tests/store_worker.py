@@ -63,11 +63,11 @@ def install_pause(point: str | None, embedder: HashingEmbedder) -> None:
     elif point == "add":
         real_add = VectorStore.add
 
-        def add(self, passages, vectors, documents):
+        def add(self, passages, vectors, documents, kb_names=None):
             half = max(1, len(passages) // 2)
-            real_add(self, passages[:half], vectors[:half], documents)
+            real_add(self, passages[:half], vectors[:half], documents, kb_names)
             pause(point)
-            real_add(self, passages[half:], vectors[half:], documents)
+            real_add(self, passages[half:], vectors[half:], documents, kb_names)
 
         VectorStore.add = add
     elif point in ("delete_version", "delete_document"):

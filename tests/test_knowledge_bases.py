@@ -117,6 +117,23 @@ def test_repair_rebuilds_knowledge_bases_from_the_vectors(settings, embedder):
     repaired.close()
 
 
+def test_repair_keeps_a_renamed_knowledge_base_and_bulk_added_tags(settings, embedder):
+    from ragkit.kb import KnowledgeBase
+
+    kb = KnowledgeBase(settings, embedder=embedder)
+    kb.create_knowledge_base("Work")
+    doc = kb.ingest(LIGHTHOUSE, filename="lighthouse.md", knowledge_base="Work").document
+    kb.rename_knowledge_base("Work", "Projects")
+    kb.add_tags([doc.id], ["coast"])
+    kb.close()
+    (settings.data_path / "registry.sqlite3").unlink()
+    repaired = KnowledgeBase.for_repair(settings, embedder=embedder)
+    repaired.repair()
+    assert repaired.knowledge_base(doc.kb_id).name == "Projects"
+    assert "coast" in repaired.document(doc.id).tags
+    repaired.close()
+
+
 def test_originals_are_kept_once_by_content_and_removed_with_the_last_document(kb):
     kb.create_knowledge_base("Work")
     pdf = (FIXTURES / "report_en.pdf").read_bytes()

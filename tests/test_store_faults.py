@@ -148,11 +148,11 @@ def _ingest_with_a_full_disk_injected(data_dir: Path, files: list[Path], monkeyp
 
     real_add = VectorStore.add
 
-    def add(self, passages, vectors, documents):
+    def add(self, passages, vectors, documents, kb_names=None):
         if any(documents[p.doc_id].filename not in ("f0.txt", "f1.txt") for p in passages):
             raise chromadb.errors.InternalError("Query error: Database error: error returned from database: "
                                                 "(code: 13) database or disk is full")
-        return real_add(self, passages, vectors, documents)
+        return real_add(self, passages, vectors, documents, kb_names)
 
     monkeypatch.setattr(VectorStore, "add", add)
     kb = open_kb(data_dir)
