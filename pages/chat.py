@@ -16,6 +16,7 @@ from pages._widgets import (
     track_jobs,
 )
 from ragkit.errors import QuestionError, RagkitError
+from ragkit.graph.events import ChatEvent
 from ragkit.history import SessionError, new_session_id, validate_session_id
 from ragkit.kb import plural
 from ragkit.llm import chat_models
@@ -160,20 +161,20 @@ for index, turn in enumerate(turns):
 render_indexing(service)
 
 
-def show_event(event: dict, areas: dict) -> None:
-    """Draw one event of the engine's stream in the answer bubble."""
+def show_event(event: ChatEvent, areas: dict) -> None:
+    """Draw one event of the engine's stream (``ragkit/graph/events.py``) in the answer bubble."""
     kind = event["type"]
     if kind == "token":
         areas["text"] += event["text"]
         areas["answer"].markdown(safe_answer_markdown(areas["text"]) + " ▌")
-    elif kind == "standalone" or (kind == "status" and event.get("standalone_question")):
-        areas["searched_as"] = event.get("question") or event.get("standalone_question")
+    elif kind == "standalone":
+        areas["searched_as"] = event["question"]
         areas["status"].caption(f":material/search: Searching for: {escape_line(areas['searched_as'])}")
-    elif kind == "status" and event.get("text"):
+    elif kind == "status":
         areas["status"].caption(f":material/pending: {escape_line(event['text'])}")
     elif kind == "sources":
         with areas["sources"].container():
-            if event.get("found", True):
+            if event["found"]:
                 render_source_panel(event["sources"], areas["question"], areas.get("searched_as", ""))
             else:
                 render_closest(event["sources"], areas.get("searched_as") or areas["question"])

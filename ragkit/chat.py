@@ -2,7 +2,7 @@
 
     engine = ChatEngine(settings, kb)
     for event in engine.stream("demo", "What is LangGraph?"):
-        ...  # {"type": "token"|"reset"|"status"|"done", ...}
+        ...  # a ChatEvent: see ragkit/graph/events.py for the vocabulary
     turn = engine.ask("demo", "What are its main features?")
 """
 
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import asdict
 
 from .config import Settings
 from .errors import AnswerFailed, QuestionError, RagkitError
-from .graph import build_graph
-from .graph.nodes import RagNodes
+from .graph import RagContext, TurnInput, build_graph, events
+from .graph.events import ChatEvent
 from .history import HistoryManager, Turn, validate_session_id
 from .kb import KnowledgeBase
 from .llm import ModelChoice, ModelClients, ModelStatus, model_status
@@ -46,12 +45,16 @@ def check_question(question: str) -> str:
 class ChatEngine:
     """The conversational graph plus the session history it reads and writes."""
 
-    def __init__(self, settings: Settings, kb: KnowledgeBase, history: HistoryManager | None = None):
+    def __init__(self, settings: Settings, kb: KnowledgeBase, history: HistoryManager | None = None,
+                 always_answer: bool = False):
+        """``always_answer``: answer even from evidence graded weak (for ``eval --answers``,
+        which measures the answerer on every question)."""
         self.settings = settings
         self.kb = kb
         self.history = history or HistoryManager(settings.data_path / "sessions.sqlite3")
         self.clients = ModelClients(settings)
-        self.graph = build_graph(RagNodes(settings, kb, self.history, self.clients))
+        self.context = RagContext(settings, kb, self.history, self.clients, always_answer=always_answer)
+        self.graph = build_graph()
 
     @property
     def status(self) -> ModelStatus:
@@ -62,32 +65,30 @@ class ChatEngine:
         """The model a conversation answers with: its own choice, else the default."""
         return self.clients.choice(self.history.session_model(session_id) if self.history.exists(session_id) else None)
 
-    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None) -> dict:
+    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None) -> TurnInput:
         validate_session_id(session_id)
         question = check_question(question)
         choice = self.clients.choice(model) if model else self.model_for(session_id)
-        return {
-            "session_id": session_id,
-            "question": question,
-            "filters": asdict(filters) if filters and not filters.is_empty() else {},
-            "model_id": choice.id,
-            "history": self.history.recent_exchanges(session_id, self.settings.history_turns,
-                                                     self.settings.history_tokens),
-            "timings": {},
-            "usage": {},
-            "trace": [],
-        }
+        return TurnInput(
+            session_id=session_id,
+            question=question,
+            filters=filters if filters and not filters.is_empty() else None,
+            model_id=choice.id,
+            history=self.history.recent_exchanges(session_id, self.settings.history_turns,
+                                                  self.settings.history_tokens),
+        )
 
     def stream(self, session_id: str, question: str, filters: SearchFilters | None = None,
-               model: str | None = None) -> Iterator[dict]:
-        """Run one turn, yielding events; the last is {"type": "done", "turn": Turn}.
+               model: str | None = None) -> Iterator[ChatEvent]:
+        """Run one turn, yielding its events (``graph/events.py``); the last is ``done``,
+        with the recorded Turn.
 
         ``model`` is a model choice id (see ``llm.chat_models``); by default the
         conversation's own choice, else the first configured model."""
         state = self._input(session_id, question, filters, model)
         final: dict = {}
         try:
-            for mode, payload in self.graph.stream(state, stream_mode=["custom", "values"]):
+            for mode, payload in self.graph.stream(state, context=self.context, stream_mode=["custom", "values"]):
                 if mode == "custom":
                     yield payload
                 else:
@@ -98,7 +99,7 @@ class ChatEngine:
             log.exception("the turn failed")
             raise AnswerFailed(f"the question could not be answered ({type(exc).__name__}: {exc}); "
                                "nothing was recorded, the conversation is unchanged") from exc
-        yield {"type": "done", "turn": final["turn"]}
+        yield events.done(final["turn"])
 
     def ask(self, session_id: str, question: str, filters: SearchFilters | None = None,
             model: str | None = None) -> Turn:

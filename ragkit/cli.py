@@ -261,7 +261,7 @@ def cmd_ask(args) -> int:
     streamed = ""
     try:
         for event in engine.stream(args.session, args.question, _filters(args), model=args.model):
-            kind = event["type"]
+            kind = event["type"]  # the vocabulary: ragkit/graph/events.py
             if kind == "token" and not args.json:
                 streamed += event["text"]
                 print(event["text"], end="", flush=True)

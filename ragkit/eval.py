@@ -4,8 +4,9 @@ A fresh knowledge base is built in a temporary data dir (never the user's); ever
 passage is ingested as its own document through the normal ingest path.
 
 - default: every question through the normal search path; a hit at k means a passage
-  of the question's document is among the first k results (``--answers`` also scores
-  the extractive answer on the passages the chat graph answers from);
+  of the question's document is among the first k results (``--answers`` also asks every
+  question through the chat graph, answering even from evidence graded weak, and scores
+  its answer);
 - ``--unanswerable``: half the articles indexed, every question asked through the chat
   graph: does it answer what the documents hold and say "not found" for the rest?
 - ``--dialogues FILE``: two-turn dialogues through the chat graph: does a follow-up
@@ -132,11 +133,11 @@ class EvalBase:
                 ranked.append(passage)
         return ranked
 
-    def engine(self):
+    def engine(self, always_answer: bool = False):
         """A chat engine over this knowledge base (its own sessions database)."""
         from .chat import ChatEngine
 
-        return ChatEngine(self.settings, self.kb)
+        return ChatEngine(self.settings, self.kb, always_answer=always_answer)
 
 
 def run_eval(
@@ -173,7 +174,7 @@ def run_eval(
             "embedding_model": base.kb.embedder.name,
         }
         if with_answers:
-            summary.update(answer_metrics(base.kb, questions, report))
+            summary.update(answer_metrics(base.engine(always_answer=True), questions, report))
         base.kb.close()
     return summary
 
@@ -270,20 +271,23 @@ def _counter(report, stage: str, total: int):
     return on_stage
 
 
-def answer_metrics(kb, items: list[QAItem], report) -> dict:
-    """answer_contains / answer_chars_mean / answer_p50_ms of the offline extractive answerer,
-    on the same relevant hits the chat graph answers from."""
-    from .extractive import extractive_answer
-    from .graph.policy import answer_passages
+def answer_metrics(engine, items: list[QAItem], report) -> dict:
+    """answer_contains / answer_chars_mean / answer_p50_ms of the chat graph's answers, each
+    question asked in a new conversation by an engine that answers whatever the grade says
+    (``always_answer``): the answerer on every question, not the judge (``--unanswerable``
+    measures that). A question the engine refuses (an empty one) counts as an empty answer."""
+    from .errors import QuestionError
 
     contains, lengths, latencies = 0, [], []
     for number, item in enumerate(items):
         t0 = time.perf_counter()
-        hits = answer_passages(kb, item.question, kb.settings)
-        answer = extractive_answer(item.question, hits, kb.settings, kb.embedder, kb.idf(item.question))
+        try:
+            answer = engine.ask(f"a{number}", item.question).answer
+        except QuestionError:
+            answer = ""
         latencies.append((time.perf_counter() - t0) * 1000)
-        lengths.append(len(answer.text))
-        if any(gold in answer.text for gold in item.answers):
+        lengths.append(len(answer))
+        if any(gold in answer for gold in item.answers):
             contains += 1
         report("answer", number + 1, len(items))
     return {
