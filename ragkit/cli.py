@@ -386,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="measure retrieval (and answer) quality on a SQuAD-format file")
     p.add_argument("path")
-    p.add_argument("--answers", action="store_true", help="also measure the extractive answers")
+    p.add_argument("--answers", action="store_true",
+                   help="also ask every question through the chat graph and score its answers")
     p.add_argument("--unanswerable", action="store_true",
                    help="index half the set; measure answering what is there and saying 'not found' for the rest")
     p.add_argument("--dialogues", metavar="FILE", help="two-turn dialogues (follow-ups, topic switches) to measure")

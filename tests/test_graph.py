@@ -4,6 +4,7 @@ follow-ups on topic, and records how each answer was reached. Real store, real m
 
 from __future__ import annotations
 
+import typing
 from dataclasses import replace
 
 import pytest
@@ -11,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from ragkit.chat import ChatEngine
 from ragkit.graph.answering import after_generate, not_found
+from ragkit.graph.events import ChatEvent
 from ragkit.graph.grading import Grade
 from ragkit.graph.rounds import rewrite_query
 from ragkit.graph.state import GradedRound, RagState
@@ -107,6 +109,16 @@ def test_events_bring_the_rewrite_and_the_sources_before_the_answer(engine):
     kinds = [event["type"] for event in events]
     assert kinds.index("standalone") < kinds.index("sources") < kinds.index("token") < kinds.index("done")
     assert events[kinds.index("sources")]["found"] is True
+
+
+def test_every_streamed_event_has_the_keys_its_vocabulary_entry_names(engine):
+    shapes = {typing.get_type_hints(kind)["type"].__args__[0]: set(typing.get_type_hints(kind))
+              for kind in typing.get_args(ChatEvent)}
+    streamed = [*engine.stream("v", "How tall is the Skerry Point Lighthouse?"),
+                *engine.stream("v", "What was the population of Quarnova in 2020?")]
+    assert {event["type"] for event in streamed} >= {"sources", "token", "done"}
+    for event in streamed:
+        assert set(event) == shapes[event["type"]], event["type"]
 
 
 # ----- each routing decision, on its own -------------------------------------------
