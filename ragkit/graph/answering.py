@@ -84,7 +84,7 @@ def model_answer(state: RagState, runtime: Runtime[RagContext], choice: ModelCho
     sources = sources_from_hits(state.hits)
     history, budget = fit_history(context.settings, choice, system, state.history, state.question)
     packed = pack_context(sources, budget)
-    sources = [s for s in sources if s.n in {n for n, _, _ in packed}]
+    sources = [s for s in sources if s.n in {p.n for p in packed}]
     runtime.stream_writer(events.sources(sources, True))
     messages = [SystemMessage(system)]
     for exchange in history:

@@ -26,6 +26,7 @@ from ..llm import ModelChoice, context_window
 from ..text import count_tokens, split_sentences
 from .checks import cut_prompt_echo
 from .events import EventWriter, status, token
+from .prompts import PromptSource
 
 WAIT_NOTICE_S = 3.0  # tell the user we are waiting for the model after this long
 MIN_SOURCE_TOKENS = 150  # a prompt with less room than this for sources is not worth sending
@@ -182,14 +183,14 @@ def fit_history(settings: Settings, choice: ModelChoice, system: str, history: l
     return history, budget
 
 
-def pack_context(sources: list[Source], budget_tokens: int) -> list[tuple[int, str, str]]:
-    """(n, title, text) of the best sources that fit the budget; a source that does not fit
-    whole is shortened to its leading whole sentences (never cut mid-sentence)."""
+def pack_context(sources: list[Source], budget_tokens: int) -> list[PromptSource]:
+    """The best sources that fit the budget; a source that does not fit whole is shortened
+    to its leading whole sentences (never cut mid-sentence)."""
     packed, used = [], 0
     for source in sources:
         cost = count_tokens(source.text) + 16
         if used + cost <= budget_tokens:
-            packed.append((source.n, source.title, source.text))
+            packed.append(PromptSource(source.n, source.title, source.text))
             used += cost
             continue
         kept, kept_cost = [], 16
@@ -200,6 +201,6 @@ def pack_context(sources: list[Source], budget_tokens: int) -> list[tuple[int, s
             kept.append(sentence.text)
             kept_cost += sentence_cost
         if kept:
-            packed.append((source.n, source.title, " ".join(kept)))
+            packed.append(PromptSource(source.n, source.title, " ".join(kept)))
         break
     return packed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from typing import NamedTuple
 
 CONTEXTUALIZE_SYSTEM = """You rewrite the user's latest question into a standalone question.
 Replace references to earlier turns (it, its, they, this, 它, 其, 这个...) by what they refer to.
@@ -38,8 +39,16 @@ def fence(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def format_sources(packed: list[tuple[int, str, str]]) -> str:
-    """Each (n, title, text) source inside its own fence, numbered for citing."""
+class PromptSource(NamedTuple):
+    """A source as a prompt shows it: its citation number, title and (maybe shortened) text."""
+
+    n: int
+    title: str
+    text: str
+
+
+def format_sources(packed: list[PromptSource]) -> str:
+    """Each source inside its own fence, numbered for citing."""
     blocks = [f'<source n="{n}" title="{html.escape(title, quote=True)}">\n{fence(text)}\n</source>'
               for n, title, text in packed]
     return SOURCES_HEADER + "\n" + "\n".join(blocks)

@@ -51,7 +51,7 @@ def grade(state: RagState, runtime: Runtime[RagContext]) -> dict:
 
 def model_grade(context: RagContext, choice: ModelChoice, question: str, hits: list[Hit], offline: Grade) -> Grade:
     """The model's verdict on the best three passages; the offline grade when it is unusable."""
-    packed = [(n, h.title, h.text) for n, h in enumerate(hits[:3], start=1)]
+    packed = [prompts.PromptSource(n, h.title, h.text) for n, h in enumerate(hits[:3], start=1)]
     messages = [SystemMessage(prompts.GRADE_SYSTEM),
                 HumanMessage(f"{prompts.format_sources(packed)}\n\nQuestion: {question}")]
     try:
