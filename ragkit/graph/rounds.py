@@ -20,6 +20,7 @@ from dataclasses import replace
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from ..config import Settings
 from ..contextualize import clean_rewrite
 from ..llm import ModelChoice
 from ..passages import Hit
@@ -54,7 +55,7 @@ def add_same_document(passages: PassageRetriever, query: str, hits: list[Hit], e
     return hits + added[:extra]
 
 
-def focus_hits(passages: PassageRetriever, query: str, hits: list[Hit], settings) -> list[Hit]:
+def focus_hits(passages: PassageRetriever, query: str, hits: list[Hit], settings: Settings) -> list[Hit]:
     """The passages an answer is drawn from: the relevant ones of a search's ``hits``, then
     the top document's best other passages."""
     return add_same_document(passages, query, relevant_hits(hits, settings.min_relative_score),
