@@ -4,10 +4,16 @@ Run with ``streamlit run streamlit_app.py`` (listens on 127.0.0.1 only, see
 .streamlit/config.toml; README "Security and access" for sharing it on a network).
 """
 
-import streamlit as st
+from pages import _upload_gate
 
-from pages._access import access_gate, render_logout
-from pages._widgets import render_model_status, start_loading
+# First of all: from now on Streamlit's upload endpoint takes no file from a session that
+# has not logged in (a session id reaches its client only when a run like this starts).
+_upload_gate.try_install()
+
+import streamlit as st  # noqa: E402
+
+from pages._access import access_gate, render_logout  # noqa: E402
+from pages._widgets import render_model_status, start_loading  # noqa: E402
 
 st.set_page_config(page_title="ragkit — chat with your documents", page_icon="📚", layout="wide")
 

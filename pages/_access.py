@@ -10,6 +10,11 @@ require_access(), for the one case where Streamlit runs a page without the entry
 - ``[auth]`` in ``.streamlit/secrets.toml``: Streamlit's OIDC login (st.login, st.user).
 - Both configured: both are asked. Neither: the app is open (bound to 127.0.0.1 by
   .streamlit/config.toml).
+
+Every run records whether its session is let in, for the upload gate
+(``pages._upload_gate``: Streamlit's upload endpoint takes no file from a session that
+has not logged in), and wrong passwords are slowed down per address and for the whole
+server (``ragkit.access.LoginThrottle``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ import hmac
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from pages import _upload_gate
+from ragkit.access import LoginThrottle
 from ragkit.config import SettingsError, load_settings
 from ragkit.render import escape_markdown
 
@@ -42,16 +50,42 @@ def oidc_configured() -> bool:
 
 
 def access_gate() -> Callable[[], None] | None:
-    """None when this visitor may use the app; otherwise the page to show instead."""
+    """None when this visitor may use the app; otherwise the page to show instead. The
+    verdict is recorded for the upload gate either way."""
+    gate = _verdict()
+    context = get_script_run_ctx()
+    _upload_gate.record(context.session_id if context is not None else None, gate is None)
+    return gate
+
+
+def _verdict() -> Callable[[], None] | None:
     try:
         password = configured_password()
     except SettingsError:
         return settings_error_page  # fail closed: a broken configuration shows no data
+    login = oidc_configured() or password is not None
+    try:
+        _upload_gate.install()
+    except _upload_gate.UploadGateUnavailable:
+        if login:
+            return upload_gate_error_page  # fail closed: anyone could fill the server with uploads
     if oidc_configured() and not st.user.is_logged_in:
         return oidc_login_page
     if password is not None and not st.session_state.get(_GRANTED):
         return password_page
     return None
+
+
+@st.cache_resource(show_spinner=False)
+def login_throttle() -> LoginThrottle:
+    """The process's one throttle on password guesses (shared by every session)."""
+    settings = load_settings()
+    return LoginThrottle(settings.login_free_guesses, settings.login_guesses_per_hour)
+
+
+def client_address() -> str:
+    """The visitor's address as the server sees it (one name for every local visitor)."""
+    return st.context.ip_address or "localhost"
 
 
 def require_access() -> None:
@@ -64,6 +98,12 @@ def require_access() -> None:
     """
     if access_gate() is not None:
         st.switch_page("streamlit_app.py")  # raises: nothing after this line runs
+
+
+def upload_gate_error_page() -> None:
+    """Why the app does not open: the login could not be extended to uploads."""
+    st.error("ragkit cannot start: this Streamlit version's upload endpoint cannot be restricted to visitors "
+             "who have logged in. Install the Streamlit version in requirements.txt.", icon=":material/error:")
 
 
 def settings_error_page() -> None:
@@ -90,10 +130,13 @@ def password_page() -> None:
     if not submitted:
         return
     expected = configured_password()
-    if expected is not None and password_matches(entered, expected):
+    if expected is None:
+        return
+    attempt = login_throttle().attempt(client_address(), lambda: password_matches(entered, expected))
+    if attempt.granted:
         st.session_state[_GRANTED] = True
         st.rerun()
-    st.error("Wrong password.", icon=":material/lock:")
+    st.error(attempt.reason or "Wrong password.", icon=":material/lock:")
 
 
 def render_logout() -> None:

@@ -19,9 +19,11 @@ from pages._widgets import (
     render_indexing,
     track_jobs,
 )
+from ragkit.errors import RagkitError
 from ragkit.kb import plural
 from ragkit.render import escape_line, escape_markdown
 from ragkit.stats import documents_frame
+from ragkit.tags import checked_tags
 
 SELECTED, TABLE, TABLE_IDS = "selected-document", "documents-table", "documents-table-ids"
 
@@ -44,10 +46,15 @@ with upload_col:
     )
 
 if uploads:
-    track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), [upload_tags]) for upload in uploads]))
-    # A fresh uploader key empties the drop zone so the same files are not queued twice.
-    st.session_state["uploader-round"] = st.session_state.get("uploader-round", 0) + 1
-    st.rerun()
+    try:
+        new_tags = checked_tags([upload_tags])
+    except RagkitError as exc:
+        st.error(f"{escape_markdown(str(exc))}. The files wait in the drop zone.", icon=":material/sell:")
+    else:
+        track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), new_tags) for upload in uploads]))
+        # A fresh uploader key empties the drop zone so the same files are not queued twice.
+        st.session_state["uploader-round"] = st.session_state.get("uploader-round", 0) + 1
+        st.rerun()
 
 render_indexing(service)  # progress while indexing; results stay until dismissed
 
@@ -118,9 +125,13 @@ with edit_col.form(f"edit-{doc.id}"):
     title = st.text_input("Title", value=doc.title)
     tags = st.text_input("Tags", value=", ".join(doc.tags), help="Comma-separated")
     if st.form_submit_button("Save"):
-        kb.update_metadata(doc.id, title=title, tags=[tags])
-        st.session_state["doc-notice"] = f"{doc.filename}: details saved"
-        st.rerun()
+        try:
+            kb.update_metadata(doc.id, title=title, tags=[tags])
+        except RagkitError as exc:
+            st.error(escape_markdown(str(exc)), icon=":material/sell:")
+        else:
+            st.session_state["doc-notice"] = f"{doc.filename}: details saved"
+            st.rerun()
 with delete_col.popover("Delete document", icon=":material/delete:", width="stretch"):
     st.write(f"Delete **{escape_line(doc.filename)}** and its {plural(doc.chunks, 'passage')}? "
              "Answers already given keep their quotes.")

@@ -1,6 +1,9 @@
 """Command line: ``python -m ragkit ingest|docs|search|delete|tag|reindex|ask|sessions|eval|bench``.
 
-Every command exits 0 on success and non-zero with a one-line reason on failure.
+Every command exits 0 on success and non-zero with a one-line reason on failure. Every
+text that comes from a file, a document, a model or the user (names, titles, passages,
+answers, messages) is printed through :func:`ragkit.render.terminal_safe`: control
+characters show as visible codes, so a file name cannot clear the screen or forge a line.
 """
 
 from __future__ import annotations
@@ -10,8 +13,13 @@ import json
 import sys
 from pathlib import Path
 
-from .config import SettingsError, load_settings
-from .loaders import SUPPORTED_TYPES
+from .config import load_settings
+from .errors import RagkitError
+from .folders import collect_files
+from .render import terminal_json, terminal_json_text, terminal_safe
+
+MAX_RESULTS = 1000
+"""Most passages ``search -k`` returns: more is a full scan of the store, not a search."""
 
 
 class CommandError(RuntimeError):
@@ -23,7 +31,7 @@ def _kb(args):
 
     kb = KnowledgeBase(load_settings(**_overrides(args)))
     for note in kb.health:
-        print(f"warning: {note}", file=sys.stderr)
+        print(f"warning: {terminal_safe(note)}", file=sys.stderr)
     return kb
 
 
@@ -31,23 +39,18 @@ def _overrides(args) -> dict:
     return {"data_dir": Path(args.data_dir)} if getattr(args, "data_dir", None) else {}
 
 
-def expand_paths(paths: list[str]) -> list[Path]:
-    """Files named directly plus supported files found under named directories."""
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_TYPES))
-        else:
-            found.append(path)
-    return found
-
-
 def cmd_ingest(args) -> int:
-    """Add files and directories, with a progress bar for many files."""
+    """Add files and directories, with a progress bar for many files (links inside a
+    folder are skipped and listed, see ``ragkit.folders``)."""
     from tqdm import tqdm
 
-    files = expand_paths(args.paths)
+    selection = collect_files(args.paths)
+    for skipped in selection.skipped:
+        if args.json:
+            print(terminal_json({"filename": str(skipped.path), "status": "skipped", "message": skipped.message}))
+        else:
+            print(f"- {'skipped':<11} {terminal_safe(skipped.message)}")
+    files = selection.files
     if not files:
         raise CommandError("no supported files found in " + ", ".join(args.paths))
     from .kb import IngestItem
@@ -62,11 +65,11 @@ def cmd_ingest(args) -> int:
         results = kb.ingest_many([IngestItem.of(path, tags=tags, progress=finished) for path in files])
     for result in results:
         if args.json:
-            print(json.dumps(result.to_dict(), ensure_ascii=False))
+            print(terminal_json(result.to_dict()))
         else:
             mark = {"added": "+", "new_version": "~", "unchanged": "=", "refused": "!"}[result.status]
             doc = f" [{result.document.id}]" if result.document else ""
-            print(f"{mark} {result.status:<11} {result.message}{doc}")
+            print(f"{mark} {result.status:<11} {terminal_safe(result.message)}{doc}")
     refused = [r for r in results if not r.ok]
     if refused:
         raise CommandError(f"{len(refused)} of {len(results)} files refused")
@@ -78,7 +81,7 @@ def cmd_docs(args) -> int:
     kb = _kb(args)
     documents = kb.documents()
     if args.json:
-        print(json.dumps([d.to_dict() for d in documents], ensure_ascii=False))
+        print(terminal_json([d.to_dict() for d in documents]))
         return 0
     if not documents:
         print("no documents yet: python -m ragkit ingest FILE...")
@@ -89,8 +92,9 @@ def cmd_docs(args) -> int:
     print(header)
     for d in documents:
         added = datetime.fromtimestamp(d.created_at).strftime("%Y-%m-%d %H:%M")
-        tags = _clip(",".join(d.tags), 16)
-        print(f"{d.id:<12}  {_clip(d.title, 32):<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  "
+        tags = _clip(terminal_safe(",".join(d.tags)), 16)
+        title = _clip(terminal_safe(d.title), 32)
+        print(f"{d.id:<12}  {title:<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  "
               f"{tags:<16} {d.version:>3}  {added}")
     return 0
 
@@ -114,7 +118,7 @@ def cmd_search(args) -> int:
     kb = _kb(args)
     hits = kb.search(args.query, k=args.k, filters=_filters(args))
     if args.json:
-        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
+        print(terminal_json([h.to_dict() for h in hits]))
         return 0
     if not hits:
         print("no results" + ("" if any(c.isalnum() for c in args.query) else " (the query has no searchable words)"))
@@ -122,9 +126,9 @@ def cmd_search(args) -> int:
     for rank, hit in enumerate(hits, start=1):
         dense = f"{hit.dense_score:.3f}" if hit.dense_score is not None else "-"
         lexical = f"{hit.lexical_score:.2f}" if hit.lexical_score is not None else "-"
-        print(f"{rank}. {hit.title} ({hit.filename}, p.{hit.page})  "
+        print(f"{rank}. {terminal_safe(hit.title)} ({terminal_safe(hit.filename)}, p.{hit.page})  "
               f"score {hit.score:.3f}  dense {dense}  bm25 {lexical}")
-        print("   " + " ".join(hit.text.split())[:300])
+        print("   " + terminal_safe(" ".join(hit.text.split())[:300]))
     return 0
 
 
@@ -136,7 +140,7 @@ def cmd_delete(args) -> int:
             record = kb.delete(doc_id)
         except KeyError as exc:
             raise CommandError(str(exc.args[0])) from None
-        print(f"deleted {record.id} ({record.filename})")
+        print(f"deleted {record.id} ({terminal_safe(record.filename)})")
     return 0
 
 
@@ -148,7 +152,7 @@ def cmd_tag(args) -> int:
         record = kb.update_metadata(args.id, tags=tags, title=args.title)
     except KeyError as exc:
         raise CommandError(str(exc.args[0])) from None
-    print(f"{record.id}: title={record.title!r} tags={','.join(record.tags)}")
+    print(f"{record.id}: title={terminal_safe(repr(record.title))} tags={terminal_safe(','.join(record.tags))}")
     return 0
 
 
@@ -176,9 +180,9 @@ def cmd_repair(args) -> int:
         print(f"set the unreadable catalog aside as {moved.name}")
         kb = KnowledgeBase.for_repair(settings)
     for line in kb.repair().lines():
-        print(line)
+        print(terminal_safe(line))
     for note in kb.health:
-        print(f"warning: {note}", file=sys.stderr)
+        print(f"warning: {terminal_safe(note)}", file=sys.stderr)
     return 0
 
 
@@ -245,9 +249,9 @@ def print_sources(sources, out=sys.stdout) -> None:
     """The numbered source list of an answer, cited ones first."""
     for source in sorted(sources, key=lambda s: (not s.cited, s.n)):
         label = "" if source.cited else "  (also retrieved)"
-        quote = " ".join(source.quote.split())
-        where = f"{source.filename}, p. {source.page}, score {source.score:.2f}"
-        print(f"  [{source.n}] {source.title} — {where}{label}", file=out)
+        quote = terminal_safe(" ".join(source.quote.split()))
+        where = f"{terminal_safe(source.filename)}, p. {source.page}, score {source.score:.2f}"
+        print(f"  [{source.n}] {terminal_safe(source.title)} — {where}{label}", file=out)
         print(f"      “{_clip(quote, 220)}”", file=out)
 
 
@@ -264,24 +268,26 @@ def cmd_ask(args) -> int:
             kind = event["type"]  # the vocabulary: ragkit/graph/events.py
             if kind == "token" and not args.json:
                 streamed += event["text"]
-                print(event["text"], end="", flush=True)
+                print(terminal_safe(event["text"], keep_newlines=True), end="", flush=True)
             elif kind == "reset" and not args.json:
                 streamed = ""
-                print(f"\n[model failed: {event['error']}; showing the extractive answer instead]", flush=True)
+                print(f"\n[model failed: {terminal_safe(str(event['error']))}; showing the extractive answer instead]",
+                      flush=True)
             elif kind == "done":
                 turn = event["turn"]
     except (QuestionError, SessionError) as exc:
         raise CommandError(str(exc)) from None
     if args.json:
-        print(json.dumps(turn.to_dict(), ensure_ascii=False))
+        print(terminal_json(turn.to_dict()))
         return 0
     print()
     if streamed.strip() != turn.answer:  # markers or a rambling tail were removed
-        print(f"\n— answer as recorded (checked citations, no markup):\n{turn.answer}")
+        recorded = terminal_safe(turn.answer, keep_newlines=True)
+        print(f"\n— answer as recorded (checked citations, no markup):\n{recorded}")
     if turn.standalone_question != turn.question:
-        print(f"(searched as: {turn.standalone_question})")
+        print(f"(searched as: {terminal_safe(turn.standalone_question)})")
     modes = {"extractive": "extractive answer — offline", "not_found": "not found in the documents"}
-    mode = modes.get(turn.mode, f"generated by {turn.model}")
+    mode = modes.get(turn.mode, f"generated by {terminal_safe(str(turn.model))}")
     print(f"({mode}; {turn.timings.get('total_ms', 0):.0f} ms)")
     if turn.found:
         print_sources(turn.sources)
@@ -291,7 +297,7 @@ def cmd_ask(args) -> int:
     if args.trace:
         print("how this was answered:")
         for number, step in enumerate(turn.trace, start=1):
-            print(f"  {number}. {step.step}: {step.detail}")
+            print(f"  {number}. {step.step}: {terminal_safe(step.detail)}")
     return 0
 
 
@@ -309,15 +315,18 @@ def cmd_sessions(args) -> int:
                 print("no sessions yet: python -m ragkit ask QUESTION --session NAME")
             for info in sessions:
                 updated = datetime.fromtimestamp(info.updated_at).strftime("%Y-%m-%d %H:%M")
-                print(f"{info.id:<16} {info.turns:>3} turns  {updated}  {info.title}")
+                print(f"{info.id:<16} {info.turns:>3} turns  {updated}  {terminal_safe(info.title)}")
         elif args.action == "show":
-            print(history.export_markdown(_need(args.id)))
+            print(terminal_safe(history.export_markdown(_need(args.id)), keep_newlines=True))
         elif args.action == "export":
             session_id = _need(args.id)
-            print(history.export_json(session_id) if args.format == "json" else history.export_markdown(session_id))
+            if args.format == "json":
+                print(terminal_json_text(history.export_json(session_id)))
+            else:
+                print(terminal_safe(history.export_markdown(session_id), keep_newlines=True))
         elif args.action == "rename":
             info = history.rename(_need(args.id), _need(args.title, "a title"))
-            print(f"{info.id}: {info.title}")
+            print(f"{info.id}: {terminal_safe(info.title)}")
         elif args.action == "delete":
             history.delete(_need(args.id))
             print(f"deleted session {args.id}")
@@ -337,9 +346,18 @@ def positive_int(value: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{_clip(terminal_safe(repr(value)), 40)} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
+
+
+def result_count(value: str) -> int:
+    """An argparse type: how many passages to return, 1 to MAX_RESULTS."""
+    number = positive_int(value)
+    if number > MAX_RESULTS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RESULTS}, not {number}: ask for fewer passages "
+                                         "(add --tag, --type or --doc to search only some documents)")
     return number
 
 
@@ -361,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="hybrid search")
     p.add_argument("query")
-    p.add_argument("-k", type=positive_int, default=5, help="number of passages (at least 1)")
+    p.add_argument("-k", type=result_count, default=5, help=f"number of passages (1 to {MAX_RESULTS})")
     p.add_argument("--doc", action="append", help="restrict to a document id (repeatable)")
     p.add_argument("--tag", action="append", help="restrict to a tag (repeatable)")
     p.add_argument("--type", action="append", help="restrict to a type: pdf, docx, txt, markdown...")
@@ -439,18 +457,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         return args.func(args) or 0
-    except (CommandError, SettingsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (CommandError, RagkitError) as exc:
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        from .errors import KnowledgeBaseError
-        from .history import SessionError
-
-        if isinstance(exc, (KnowledgeBaseError, SessionError)):
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {terminal_safe(str(exc))}", file=sys.stderr)
         return 1

@@ -69,6 +69,13 @@ class Settings(BaseSettings):
     app_password: SecretStr | None = Field(
         default=None, description="when set, the app asks for this password before showing anything"
     )
+    login_free_guesses: int = Field(
+        default=3, ge=1, le=100, description="wrong passwords one address may try before it must wait between tries"
+    )
+    login_guesses_per_hour: int = Field(
+        default=100, ge=1, le=100_000,
+        description="wrong passwords per hour, over all addresses, from addresses that have already guessed wrong",
+    )
 
     # answering
     chat_model: str = "gpt-4o-mini"

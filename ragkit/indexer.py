@@ -36,6 +36,7 @@ from .embeddings import Embedder
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .passages import Passage
+from .tags import checked_tags, normalize_tags
 from .text import search_tokens
 from .vectors import VectorStore
 
@@ -92,7 +93,7 @@ class IngestItem:
     def of(cls, source: str | Path | bytes, filename: str | None = None, tags: list[str] | None = None,
            progress: Progress | None = None, identity: str | None = None) -> "IngestItem":
         """An item from a path or bytes (+ filename); a path's identity is its full path."""
-        tags = normalize_tags(tags or [])
+        tags = checked_tags(tags or [])
         progress = progress or _no_progress
         if isinstance(source, bytes):
             name = Path(filename or "upload").name
@@ -305,7 +306,7 @@ class Indexer:
                             f"{prepared.item.filename}: could not be saved ({type(exc).__name__}: {exc})")
                 else:
                     for prepared, record, previous in plans:
-                        outcomes[id(prepared)] = _saved(prepared.item, record, previous)
+                        outcomes[id(prepared)] = _saved(prepared.item, record, previous, prepared.loaded.notes)
         return [outcomes[id(prepared)] for prepared in group]
 
     def _plan(self, prepared: _Prepared) -> tuple[_Prepared, DocumentRecord, DocumentRecord | None]:
@@ -407,24 +408,15 @@ def _finished(item: IngestItem, result: IngestResult, started: float) -> IngestR
     return result
 
 
-def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None) -> IngestResult:
+def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None,
+           notes: list[str] = ()) -> IngestResult:
     passages = plural(record.chunks, "passage")
+    noted = "".join(f"; {note}" for note in notes)  # how the file was read, when it matters (see loaders)
     if previous is not None:
         return IngestResult(item.filename, "new_version",
-                            f"{item.filename}: replaced by version {record.version} ({passages})", record)
+                            f"{item.filename}: replaced by version {record.version} ({passages}){noted}", record)
     return IngestResult(item.filename, "added",
-                        f"{item.filename}: added ({plural(record.pages, 'page')}, {passages})", record)
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    """Trimmed, de-duplicated tags in first-seen order (commas split)."""
-    seen: list[str] = []
-    for raw in tags:
-        for tag in str(raw).split(","):
-            tag = tag.strip()
-            if tag and tag not in seen:
-                seen.append(tag)
-    return seen
+                        f"{item.filename}: added ({plural(record.pages, 'page')}, {passages}){noted}", record)
 
 
 def plural(number: int, noun: str) -> str:

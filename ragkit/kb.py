@@ -32,6 +32,7 @@ from .indexer import Indexer, IngestItem, IngestResult, Progress, WriteLock, nor
 from .lexical import LexicalEntry, LexicalIndex
 from .passages import Hit, Passage
 from .retrieval import Retriever, SearchFilters
+from .tags import checked_tags
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
 
@@ -188,8 +189,9 @@ class KnowledgeBase:
 
     def update_metadata(self, doc_id: str, *, title: str | None = None,
                         tags: list[str] | None = None) -> DocumentRecord:
-        """Change a document's title and/or tags; KeyError when it does not exist."""
-        return self.catalog.update_metadata(doc_id, title, normalize_tags(tags) if tags is not None else None)
+        """Change a document's title and/or tags; KeyError when it does not exist, InputError
+        for more tags than a document can have (see ``ragkit.tags``)."""
+        return self.catalog.update_metadata(doc_id, title, checked_tags(tags) if tags is not None else None)
 
     def delete(self, doc_id: str) -> DocumentRecord:
         """Remove a document and its passages; KeyError when it does not exist."""

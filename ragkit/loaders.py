@@ -12,6 +12,7 @@ their streams inflate to, and every text path is linear in the size of its input
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -20,6 +21,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import unicodedata
 import zipfile
 from dataclasses import dataclass, field
@@ -76,6 +78,8 @@ class LoadedDocument:
     size_bytes: int
     content_hash: str
     extra: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """What the user should know about how the file was read (bytes replaced, say)."""
 
     @property
     def page_count(self) -> int:
@@ -123,7 +127,13 @@ def _check_size(size: int, filename: str, max_bytes: int | None) -> None:
 
 def decode_text(data: bytes) -> str:
     """Decode text bytes: BOMs first, then UTF-16 without BOM (NUL bytes), UTF-8, then
-    detection (GB18030/GBK preferred among equally good guesses, then the others)."""
+    mostly-UTF-8 text with some lines in another encoding (:func:`_decode_mostly_utf8`),
+    then detection (GB18030/GBK preferred among equally good guesses, then the others)."""
+    return _decode(data)[0]
+
+
+def _decode(data: bytes) -> tuple[str, list[str]]:
+    """The text, and notes for the user when part of it was decoded otherwise or lost."""
     for bom, encoding in (
         (b"\xff\xfe\x00\x00", "utf-32"),
         (b"\x00\x00\xfe\xff", "utf-32"),
@@ -132,21 +142,104 @@ def decode_text(data: bytes) -> str:
         (b"\xfe\xff", "utf-16"),
     ):
         if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
+            return data.decode(encoding, errors="replace"), []
     # UTF-8 text never holds NUL bytes, but ASCII in UTF-16 is half NULs and valid UTF-8.
     if _looks_utf16_without_bom(data):
-        return data.decode(_utf16_byte_order(data), errors="replace")
+        return data.decode(_utf16_byte_order(data), errors="replace"), []
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), []
     except UnicodeDecodeError:
         pass
+    mixed = _decode_mostly_utf8(data)
+    if mixed is not None:
+        return mixed
     encoding = _detect_encoding(data)
     if encoding:
-        return data.decode(encoding, errors="replace")
+        return data.decode(encoding, errors="replace"), []
     try:
-        return data.decode("gb18030")
+        return data.decode("gb18030"), []
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace")
+        return data.decode("utf-8", errors="replace"), []
+
+
+class _MixedDecoding(threading.local):
+    """State of the decode error handler below, per thread."""
+
+    legacy: str | None = None
+    sample: bytearray | None = None
+    legacy_lines = 0
+    replaced = 0
+
+
+_MIXED = _MixedDecoding()
+_LEGACY_SAMPLE_BYTES = 64 * 1024
+_ASCII = bytes(range(128))
+
+
+def _line_end(data: bytes, start: int) -> int:
+    end = data.find(b"\n", start)
+    return len(data) if end < 0 else end
+
+
+def _mixed_utf8_errors(error: UnicodeDecodeError) -> tuple[str, int]:
+    """Codec error handler: a line UTF-8 cannot decode is sampled (first pass), then
+    decoded in the legacy encoding if it can be, else its bad bytes become U+FFFD."""
+    data, start = error.object, error.start
+    end = _line_end(data, start)
+    if _MIXED.sample is not None:
+        if len(_MIXED.sample) < _LEGACY_SAMPLE_BYTES:  # whole lines: detection needs the words
+            _MIXED.sample += data[data.rfind(b"\n", 0, start) + 1 : end] + b"\n"
+        rest = bytes(data[start:end])
+        _MIXED.replaced += len(rest.translate(None, _ASCII))  # its non-ASCII bytes
+        return "", end
+    if _MIXED.legacy is not None:
+        try:
+            decoded = bytes(data[start:end]).decode(_MIXED.legacy)
+        except UnicodeDecodeError:
+            pass
+        else:
+            _MIXED.legacy_lines += 1
+            return decoded, end
+    _MIXED.replaced += error.end - start
+    return "\ufffd", error.end
+
+
+codecs.register_error("ragkit-mixed-utf8", _mixed_utf8_errors)
+
+
+def _decode_mostly_utf8(data: bytes) -> tuple[str, list[str]] | None:
+    """Text that is UTF-8 except for some lines (a file pasted together from several
+    sources): those lines are decoded in the encoding detected from them, and what no
+    encoding reads is replaced by U+FFFD, with notes saying so. None when most non-ASCII
+    bytes are not UTF-8 (a file in another encoding, or binary data)."""
+    non_ascii = len(data.translate(None, _ASCII))
+    _MIXED.sample, _MIXED.legacy, _MIXED.replaced, _MIXED.legacy_lines = bytearray(), None, 0, 0
+    try:
+        data.decode("utf-8", errors="ragkit-mixed-utf8")
+        if _MIXED.replaced * 2 > non_ascii:  # most non-ASCII bytes are on lines UTF-8 cannot read
+            return None
+        _MIXED.legacy = _detect_encoding(bytes(_MIXED.sample))
+        _MIXED.sample, _MIXED.replaced = None, 0
+        text = data.decode("utf-8", errors="ragkit-mixed-utf8")
+        legacy, legacy_lines, replaced = _MIXED.legacy, _MIXED.legacy_lines, _MIXED.replaced
+    finally:
+        _MIXED.sample, _MIXED.legacy = None, None
+    notes = []
+    if legacy_lines:
+        notes.append(f"{plural_lines(legacy_lines)} not UTF-8, read as {_encoding_label(legacy)}")
+    if replaced:
+        notes.append(f"{replaced:,} undecodable byte{'s' if replaced != 1 else ''} replaced by \ufffd")
+    return text, notes
+
+
+def plural_lines(count: int) -> str:
+    """'1 line was', '3 lines were'."""
+    return f"{count:,} line was" if count == 1 else f"{count:,} lines were"
+
+
+def _encoding_label(encoding: str) -> str:
+    return {"gb18030": "GB18030", "cp1252": "Windows-1252", "latin_1": "Latin-1", "big5": "Big5",
+            "shift_jis": "Shift JIS", "euc_kr": "EUC-KR", "cp1251": "Windows-1251"}.get(encoding, encoding)
 
 
 def _looks_utf16_without_bom(data: bytes) -> bool:
@@ -170,11 +263,20 @@ def _detect_encoding(data: bytes) -> str | None:
     if best is None or not best.encoding:
         return None
     # Short CJK byte runs are valid in GBK, Big5, EUC-KR... alike; ties go to GB18030.
-    for match in matches:
-        tie = match.chaos == best.chaos and match.coherence == best.coherence
-        if tie and match.encoding.lower() in _GB_ENCODINGS:
-            return "gb18030"
-    return "gb18030" if best.encoding.lower() in _GB_ENCODINGS else best.encoding
+    # Accented Latin letters read alike in many one-byte code pages; ties go to Windows-1252.
+    ties = {match.encoding.lower() for match in matches
+            if match.chaos == best.chaos and match.coherence == best.coherence}
+    if ties & _GB_ENCODINGS or best.encoding.lower() in _GB_ENCODINGS:
+        return "gb18030"
+    return "cp1252" if "cp1252" in ties else best.encoding
+
+
+def _sample(text: str) -> str:
+    """The text itself, or 16 windows of 4 K characters spread over a longer one."""
+    if len(text) <= _SAMPLE_WINDOWS * _SAMPLE_WINDOW:
+        return text
+    step = (len(text) - _SAMPLE_WINDOW) // (_SAMPLE_WINDOWS - 1)
+    return "".join(text[i * step : i * step + _SAMPLE_WINDOW] for i in range(_SAMPLE_WINDOWS))
 
 
 def _unprintable_share(text: str) -> float:
@@ -182,11 +284,7 @@ def _unprintable_share(text: str) -> float:
     feed, U+FFFD (bytes the decoder could not map), private-use, unassigned, surrogates.
 
     Judged on 16 windows spread over the text, so the cost is bounded on any input."""
-    if len(text) <= _SAMPLE_WINDOWS * _SAMPLE_WINDOW:
-        sample = text
-    else:
-        step = (len(text) - _SAMPLE_WINDOW) // (_SAMPLE_WINDOWS - 1)
-        sample = "".join(text[i * step : i * step + _SAMPLE_WINDOW] for i in range(_SAMPLE_WINDOWS))
+    sample = _sample(text)
     if not sample:
         return 0.0
     category = unicodedata.category
@@ -198,25 +296,35 @@ def _unprintable_share(text: str) -> float:
     return bad / len(sample)
 
 
-def decode_text_file(data: bytes, filename: str) -> str:
-    """Decode a text-type file, refusing binary data (an image renamed .txt, random bytes)."""
-    text = decode_text(data)
+def decode_text_file(data: bytes, filename: str, notes: list[str] | None = None) -> str:
+    """Decode a text-type file, refusing binary data (an image renamed .txt, random bytes);
+    notes about lossy or mixed decoding are appended to ``notes``."""
+    text, decoded_notes = _decode(data)
     if _unprintable_share(text) > BINARY_SHARE:
         raise LoaderError(
             f"{filename}: looks like a binary file, not text (too many unprintable characters): "
             "add the original document instead, or save it as UTF-8 text"
         )
+    if notes is not None:
+        notes.extend(decoded_notes)
     return text
+
+
+# Blanks before a newline, matched only from the start of a run of blanks (the
+# lookbehind) and without backtracking into it (possessive): a long run of blanks with no
+# newline after it is scanned once, not once from every position in it.
+_TRAILING_BLANKS = re.compile(r"(?<![ \t\f\v])[ \t\f\v]++\n")
+_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def _normalize(text: str) -> str:
     """Unix newlines, no NULs, no trailing blanks on lines, at most one empty line in a row.
 
-    Line-wise rstrip, not a regex: ``[ \\t\\f\\v]+\\n`` rescans a long run of blanks from every
-    start position when no newline follows (quadratic)."""
+    Whole-text substitutions, linear in time and never splitting the text into lines: a
+    list of a million short lines costs tens of bytes per line, many times the text."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    text = "\n".join(line.rstrip(" \t\f\v") for line in text.split("\n"))
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+    text = _TRAILING_BLANKS.sub("\n", text)
+    return _BLANK_LINES.sub("\n\n", text).strip()
 
 
 _SOFT_BREAK = re.compile(r"([^\s.!?。！？；:：])\n([a-z0-9(（\u3400-\u9fff])")
@@ -251,13 +359,17 @@ def _first_line_title(text: str, fallback: str) -> str:
 
 
 def load_pdf(
-    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+    data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES, notes: list[str] | None = None
 ) -> tuple[list[str], str | None]:
     """Text of each PDF page and the document's own title, if any.
 
     pypdf caps each stream at 75 MB but not a document: a 600 KB file can hold ten pages
     that each inflate to 60 MB, all kept decoded. So the bytes inflated are counted over
-    the document and the file is refused past ``max_unpacked_bytes``."""
+    the document and the file is refused past ``max_unpacked_bytes``.
+
+    A page whose extracted text is garbage (:func:`garbage_reason`: fonts that do not say
+    which characters their glyphs are) is left empty; a PDF with no readable page is
+    refused with the reason, one with some is kept and ``notes`` say what was left out."""
     from pypdf import PdfReader
 
     try:
@@ -276,7 +388,72 @@ def load_pdf(
         raise _pdf_error(exc, filename) from None
     if not pages:
         raise LoaderError(f"{filename}: the PDF has no pages: re-export it from the source application")
-    return pages, title
+    return _without_garbage_pages(pages, filename, notes), title
+
+
+GARBAGE_SHARE = 0.25
+"""Share of a page's non-blank characters that are garbage above which the page is taken
+for garbage (real text holds none but a few symbol-font bullets in private use)."""
+_GLYPH_NAMES = re.compile(r"(?:/[A-Za-z._]{0,12}[0-9][0-9A-Fa-f]*){3,}")  # "/g1/g2/g3", "/uni4E2D/uni6587/..."
+_GARBAGE_KINDS = {
+    "Co": "private-use characters (the font maps its glyphs to no real letters)",
+    "\ufffd": "replacement characters (the font's codes map to no characters)",
+    "Cc": "control characters",
+    "Cn": "unassigned code points",
+    "Cs": "unassigned code points",
+}
+
+
+def garbage_reason(text: str) -> str | None:
+    """Why extracted PDF text is garbage, or None when it reads as text (any script).
+
+    Counted over the page's non-blank characters: glyph names that pypdf prints for a
+    Type3 font without a Unicode map (``/g1/g2/g3``), private-use characters, U+FFFD,
+    controls and unassigned code points. Cost: linear, on a sample of at most 64 K
+    characters (see _unprintable_share)."""
+    sample = _sample(text)
+    visible = len(sample) - sum(sample.count(blank) for blank in " \n\t\r\f")
+    if visible <= 0:
+        return None
+    glyph_chars = sum(len(match) for match in _GLYPH_NAMES.findall(sample))
+    if glyph_chars > GARBAGE_SHARE * visible:
+        return "glyph names instead of letters (such as /g1/g2/g3: a Type3 font without a Unicode map)"
+    counts: dict[str, int] = {}
+    category = unicodedata.category
+    for char in sample:
+        kind = "\ufffd" if char == "\ufffd" else category(char)
+        if kind in _GARBAGE_KINDS and char not in _TEXT_CONTROLS:
+            counts[kind] = counts.get(kind, 0) + 1
+    if sum(counts.values()) + glyph_chars <= GARBAGE_SHARE * visible:
+        return None
+    if glyph_chars >= max(counts.values(), default=0):
+        return "glyph names instead of letters (such as /g1/g2/g3: a Type3 font without a Unicode map)"
+    return _GARBAGE_KINDS[max(counts, key=counts.get)]
+
+
+def _without_garbage_pages(pages: list[str], filename: str, notes: list[str] | None) -> list[str]:
+    reasons = [garbage_reason(page) for page in pages]
+    garbage = [number for number, reason in enumerate(reasons, start=1) if reason]
+    if not garbage:
+        return pages
+    kept = [page if reason is None else "" for page, reason in zip(pages, reasons)]
+    if not any(page.strip() for page in kept):
+        reason = next(reason for reason in reasons if reason)
+        raise LoaderError(
+            f"{filename}: the text extracted from the PDF is not readable: it comes out as {reason}. "
+            "Its fonts do not say which letters they draw: run the PDF through OCR and add the result, "
+            "or export it again with fonts embedded as Unicode"
+        )
+    if notes is not None:
+        shown = ", ".join(map(str, garbage[:10])) + (" …" if len(garbage) > 10 else "")
+        notes.append(f"{plural_pages(len(garbage))} of unreadable text left out (p. {shown}: fonts without a "
+                     "Unicode map; OCR would read them)")
+    return kept
+
+
+def plural_pages(count: int) -> str:
+    """'1 page', '3 pages'."""
+    return f"{count} page" if count == 1 else f"{count} pages"
 
 
 def _unlock_pdf(reader, filename: str) -> None:
@@ -553,40 +730,225 @@ def _docx_table_text(table) -> str:
 # --- HTML and CSV ----------------------------------------------------------------------
 
 
-def load_html(data: bytes, filename: str = "document.html") -> tuple[list[str], str | None]:
+_HTML_HIDDEN = frozenset({"script", "style", "noscript", "template"})
+_HTML_FEED_CHARS = 64 * 1024
+MAX_HTML_NESTING = 1000
+"""Deepest nesting of open HTML elements parsed as a tree (browsers flatten deeper ones;
+Chromium at 512). A page nested deeper, such as thousands of unclosed ``<b><i><span>``,
+is read as flat text instead: libxml2 keeps every open element on a stack."""
+_HTML_HIDDEN_OPEN = re.compile(r"<(script|style|noscript|template)\b|<!--", re.IGNORECASE)
+_HTML_TAG = re.compile(r"<[^<>]*>")  # stops at the next "<": linear even on "<<<<"
+
+
+class _NestedTooDeep(Exception):
+    """Raised by the parser target past MAX_HTML_NESTING open elements."""
+
+
+class _TextCollector:
+    """Pieces of text joined by newlines, in memory about the size of the text itself: the
+    pieces are joined into one block every few thousand (a list of millions of short
+    strings costs tens of bytes per piece)."""
+
+    _BLOCK = 4096
+
+    def __init__(self):
+        self._blocks: list[str] = []
+        self._pieces: list[str] = []
+
+    def add(self, piece: str) -> None:
+        """Append one piece."""
+        self._pieces.append(piece)
+        if len(self._pieces) >= self._BLOCK:
+            self._blocks.append("\n".join(self._pieces))
+            self._pieces = []
+
+    def text(self) -> str:
+        """Every piece, newline-separated."""
+        return "\n".join(self._blocks + ["\n".join(self._pieces)] if self._pieces else self._blocks)
+
+
+class _HtmlText:
+    """An lxml parser target that keeps the visible text and the <title>, building no tree.
+
+    Each run of text between two tags is one piece (pieces are joined by newlines, as
+    BeautifulSoup's get_text("\\n") did); text inside script, style, noscript and
+    template elements is dropped."""
+
+    def __init__(self):
+        self.text = _TextCollector()
+        self.title: list[str] = []
+        self._run: list[str] = []
+        self._hidden = 0
+        self._in_title = False
+        self._depth = 0
+
+    def _flush(self) -> None:
+        if self._run:
+            self.text.add("".join(self._run))
+            self._run = []
+
+    def start(self, tag, attrib) -> None:
+        """An opening tag ends the current run of text."""
+        self._flush()
+        self._depth += 1
+        if self._depth > MAX_HTML_NESTING:
+            raise _NestedTooDeep
+        if tag in _HTML_HIDDEN:
+            self._hidden += 1
+        elif tag == "title":
+            self._in_title = not self.title  # the first <title> names the page
+
+    def end(self, tag) -> None:
+        """A closing tag ends the current run of text."""
+        self._flush()
+        self._depth = max(0, self._depth - 1)
+        if tag in _HTML_HIDDEN:
+            self._hidden = max(0, self._hidden - 1)
+        elif tag == "title":
+            self._in_title = False
+
+    def data(self, text: str) -> None:
+        """Text between tags (possibly in several calls for one run)."""
+        if self._hidden:
+            return
+        self._run.append(text)
+        if self._in_title and len(self.title) < 100:
+            self.title.append(text)
+
+    def close(self) -> None:
+        """End of the document."""
+        self._flush()
+
+
+def load_html(data: bytes, filename: str = "document.html",
+              notes: list[str] | None = None) -> tuple[list[str], str | None]:
     """Visible text of an HTML page and its <title>.
 
-    Parsed with lxml: the standard library's html.parser is quadratic on runs of
-    unclosed tags such as ``<a <a <a``."""
-    from bs4 import BeautifulSoup
+    libxml2's HTML parser (through lxml) calls back for each tag and run of text, fed 64 K
+    characters at a time: no tree is built, so memory is the text plus a few bytes per
+    open element (BeautifulSoup's tree cost 127 times the size of a page of unclosed
+    tags), and the work is linear. A page nested deeper than MAX_HTML_NESTING is read as
+    flat text (:func:`_flat_html_text`)."""
+    from lxml import etree
 
-    soup = BeautifulSoup(decode_text_file(data, filename), "lxml")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    title = _clean_title(soup.title.get_text(strip=True)) if soup.title else None
-    return [soup.get_text("\n")], title
-
-
-def load_csv(data: bytes, filename: str = "table.csv") -> list[str]:
-    """CSV rows as 'header: value' lines, one row per paragraph."""
-    reader = csv.reader(io.StringIO(decode_text_file(data, filename)))
+    text = decode_text_file(data, filename, notes)
+    target = _HtmlText()
+    parser = etree.HTMLParser(target=target, remove_comments=True, remove_pis=True, no_network=True)
     try:
-        rows = list(reader)
+        for offset in range(0, len(text), _HTML_FEED_CHARS):
+            parser.feed(text[offset : offset + _HTML_FEED_CHARS])
+        parser.close()
+    except _NestedTooDeep:
+        logger.info("%s: nested deeper than %d elements, read as flat text", filename, MAX_HTML_NESTING)
+        return [_flat_html_text(text)], _clean_title("".join(target.title))
+    except etree.LxmlError:  # libxml2 recovers from nearly anything; keep what was read
+        target.close()
+    del text
+    return [target.text.text()], _clean_title("".join(target.title))
+
+
+def _flat_html_text(text: str) -> str:
+    """The text of HTML without its tags, comments and script/style/noscript/template
+    contents, entities decoded: regular expressions over the text (no parser, no stack),
+    linear in time, and in memory about the size of the text (see _html_span_text)."""
+    pieces, position = [], 0
+    while (hidden := _HTML_HIDDEN_OPEN.search(text, position)) is not None:
+        pieces.append(_html_span_text(text, position, hidden.start()))
+        if hidden.group(1):
+            closing = re.compile(rf"</{hidden.group(1)}\s*>", re.IGNORECASE).search(text, hidden.end())
+            position = closing.end() if closing else len(text)
+        else:
+            closing = text.find("-->", hidden.end())
+            position = closing + 3 if closing >= 0 else len(text)
+    pieces.append(_html_span_text(text, position, len(text)))
+    return "".join(pieces)
+
+
+_FLAT_CHUNK = 1 << 20
+
+
+def _html_span_text(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` with tags replaced by newlines and entities decoded, a chunk of
+    about 1 MB at a time: re.sub collects every match in a list before joining, which for
+    millions of tiny tags is many times the text. Chunks end before a "<" or "&" (no tag
+    or entity holds one), so none is cut in two."""
+    import html
+
+    out = []
+    while start < end:
+        stop = min(start + _FLAT_CHUNK, end)
+        if stop < end:
+            cut = max(text.rfind("<", start + 1, stop), text.rfind("&", start + 1, stop))
+            stop = cut if cut > start else stop
+        out.append(html.unescape(_HTML_TAG.sub("\n", text[start:stop])))
+        start = stop
+    return "".join(out)
+
+
+MAX_CSV_COLUMNS = 10_000
+"""Most commas on one line of a CSV (quoted ones count too): a row wider than this is not
+a table to read row by row (the issue's million-column file took minutes and 1.5 GB)."""
+_CSV_TOO_WIDE = re.compile(r"^(?:[^,\n]*+,){%d}" % MAX_CSV_COLUMNS, re.MULTILINE)  # each line scanned once
+
+
+def load_csv(data: bytes, filename: str = "table.csv",
+             max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES, notes: list[str] | None = None) -> list[str]:
+    """CSV rows as 'header: value' lines, one row per paragraph.
+
+    Rows are read one at a time. A line of more than MAX_CSV_COLUMNS columns is refused
+    before parsing, and so is a table whose labelled text would pass ``max_unpacked_bytes``
+    (every value is written with its column name: long names over short values multiply
+    the size, like a decompression bomb)."""
+    text = decode_text_file(data, filename, notes)
+    if _CSV_TOO_WIDE.search(text):
+        raise LoaderError(
+            f"{filename}: a line of the CSV has more than {MAX_CSV_COLUMNS:,} columns; tables that wide are not "
+            "read row by row: transpose it (one record per row) or save it as .txt to index it as plain text"
+        )
+    reader = csv.reader(io.StringIO(text))
+    del text
+    rows = _LabelledRows(filename, max_unpacked_bytes)
+    try:
+        for row in reader:
+            rows.add(row)
     except csv.Error as exc:
         raise LoaderError(
             f"{filename}: not a readable CSV (line {reader.line_num}: {exc}): check for an unclosed "
             "quote, or save the file as .txt to index it as plain text"
         ) from None
-    if not rows:
-        return [""]
-    header, body = rows[0], rows[1:]
-    if not body:
-        return [" | ".join(header)]
-    lines = []
-    for row in body:
-        pairs = [f"{name}: {value}" for name, value in zip(header, row) if value.strip()]
-        lines.append("; ".join(pairs))
-    return ["\n\n".join(lines)]
+    return [rows.text()]
+
+
+class _LabelledRows:
+    """Rows of a CSV as paragraphs of "name: value; ..." pairs, counting their size."""
+
+    def __init__(self, filename: str, limit: int):
+        self.filename, self.limit, self.size = filename, limit, 0
+        self.header: list[str] | None = None
+        self.paragraphs = _TextCollector()
+        self.empty = True
+
+    def add(self, row: list[str]) -> None:
+        """One row: the first is the header."""
+        if self.header is None:
+            self.header = row
+            return
+        self.empty = False
+        line = "; ".join(f"{name}: {value}" for name, value in zip(self.header, row) if value.strip())
+        self.size += len(line) + 2
+        if self.size > self.limit:
+            raise LoaderError(
+                f"{self.filename}: written out as labelled rows (each value with its column name) the table "
+                f"would pass {_megabytes(self.limit)} (RAGKIT_MAX_UNPACKED_MB): shorten the column names, "
+                "split the file, or save it as .txt to index it as plain text"
+            )
+        self.paragraphs.add(line + "\n")
+
+    def text(self) -> str:
+        """The header alone for a table without rows; else the rows, a blank line apart."""
+        if self.header is None:
+            return ""
+        return " | ".join(self.header) if self.empty else self.paragraphs.text().rstrip("\n")
 
 
 # --- entry points ----------------------------------------------------------------------
@@ -608,16 +970,17 @@ def load_bytes(
     _check_size(len(data), filename, max_bytes)
     unpacked_limit = DEFAULT_MAX_UNPACKED_BYTES if max_unpacked_bytes is None else max_unpacked_bytes
     own_title = None
+    notes: list[str] = []
     if doc_type == "pdf":
-        pages, own_title = load_pdf(data, filename, unpacked_limit)
+        pages, own_title = load_pdf(data, filename, unpacked_limit, notes)
     elif doc_type == "docx":
         pages, own_title = load_docx(data, filename, unpacked_limit)
     elif doc_type == "html":
-        pages, own_title = load_html(data, filename)
+        pages, own_title = load_html(data, filename, notes)
     elif doc_type == "csv":
-        pages = load_csv(data, filename)
+        pages = load_csv(data, filename, unpacked_limit, notes)
     else:
-        pages = [decode_text_file(data, filename)]
+        pages = [decode_text_file(data, filename, notes)]
     pages = [_normalize(page) for page in pages]
     if not any(page.strip() for page in pages):
         hint = (
@@ -635,6 +998,7 @@ def load_bytes(
         pages=pages,
         size_bytes=len(data),
         content_hash=content_hash(data),
+        notes=notes,
     )
 
 

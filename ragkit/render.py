@@ -8,11 +8,16 @@ raw HTML, entities, LaTeX, emoji and icon shortcodes, coloured text, tables, hea
 and code all come out as the literal characters. Answers then get back a small
 allow-list: paragraphs, line breaks, list items and **bold** / *italic*.
 
+For a terminal (the CLI), :func:`terminal_safe` shows control characters as visible
+codes instead: a file name holding ``ESC[2J`` cannot clear the screen, nor a newline
+forge a line of output.
+
 Pure text functions: nothing here knows about Streamlit.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from .text import search_tokens
@@ -118,3 +123,47 @@ def match_spans(text: str, query: str) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
+
+
+# What a terminal acts on rather than shows: C0 and C1 controls and DEL (escape
+# sequences, carriage returns, NEL), line and paragraph separators, bidirectional
+# controls (text shown in another order than stored), and lone surrogates (the bytes of
+# a file name that was not UTF-8). Joiners and other invisible characters that scripts
+# and emoji need are kept.
+_UNSAFE_BEYOND_C0 = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_TERMINAL_UNSAFE = re.compile(f"[\x00-\x1f{_UNSAFE_BEYOND_C0}]")
+_TERMINAL_UNSAFE_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_UNSAFE_BEYOND_C0}]")
+_JSON_UNSAFE = re.compile(f"[{_UNSAFE_BEYOND_C0}]")  # JSON text holds no raw C0 control but its own whitespace
+_NAMED_CODES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _visible_code(char: str) -> str:
+    if char in _NAMED_CODES:
+        return _NAMED_CODES[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for an undecodable byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str, keep_newlines: bool = False) -> str:
+    """Text a terminal shows as it is: controls, separators, bidirectional overrides and
+    undecodable file-name bytes become visible codes (``\\x1b``, ``\\n``, ``\\u202e``,
+    ``\\xff``); everything else, Chinese included, is kept. With ``keep_newlines`` the
+    line breaks of a multi-line text (an answer, an export) stay line breaks."""
+    pattern = _TERMINAL_UNSAFE_BUT_NEWLINE if keep_newlines else _TERMINAL_UNSAFE
+    return pattern.sub(lambda match: _visible_code(match.group()), text)
+
+
+def terminal_json(value) -> str:
+    """``value`` as one line of JSON that a terminal shows as it is (see
+    :func:`terminal_json_text`)."""
+    return terminal_json_text(json.dumps(value, ensure_ascii=False))
+
+
+def terminal_json_text(encoded: str) -> str:
+    """JSON text with what :func:`terminal_safe` escapes written as ``\\uXXXX`` escapes:
+    the same data (any JSON parser reads it back unchanged), shown as it is by a
+    terminal. Non-ASCII text such as Chinese stays readable; the JSON's own line breaks
+    and indentation stay."""
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", encoded)
