@@ -8,6 +8,7 @@ cut into token windows. Offsets always index the page text exactly.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .text import Span, count_tokens, split_paragraphs, split_sentences, token_encoding
@@ -106,3 +107,44 @@ def chunk_pages(pages: list[str], max_tokens: int = 256, overlap_tokens: int = 4
             text = page_text[start:end]
             chunks.append(Chunk(text, page_number, len(chunks), start, end, count_tokens(text)))
     return chunks
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$", re.MULTILINE)
+
+
+def section_paths(pages: list[str], chunks: list[Chunk]) -> list[str]:
+    """Each chunk's section path ("Annual Review > Staff"): the Markdown headings (``#`` to
+    ``######``, which the loaders write for the headings of HTML, DOCX and PDF files) in
+    force where the chunk starts, outermost first; "" where there is none."""
+    headings_by_page = [[(m.start(), len(m.group(1)), m.group(2).strip()) for m in _HEADING.finditer(page)]
+                        for page in pages]
+    paths = []
+    carried: list[tuple[int, str]] = []  # the path at the end of the previous page
+    page_seen = 0
+    for chunk in chunks:
+        if chunk.page != page_seen:
+            carried = _path_at(headings_by_page[page_seen - 1], 10**9, carried) if page_seen else []
+            page_seen = chunk.page
+        stack = _path_at(headings_by_page[chunk.page - 1], chunk.start + 1, carried)
+        paths.append(" > ".join(title for _, title in stack))
+    return paths
+
+
+def _path_at(headings: list[tuple[int, int, str]], position: int,
+             start: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The heading stack after the headings before ``position``, from ``start``."""
+    stack = list(start)
+    for offset, level, title in headings:
+        if offset >= position:
+            break
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+    return stack
+
+
+def contextual_text(text: str, section: str) -> str:
+    """What is embedded and indexed for a passage: its section path above its text (a
+    "contextual header"), so a passage under "Staff" is found for "staff" even when its
+    sentences never repeat the word; the passage itself is stored and quoted unchanged."""
+    return f"{section}\n{text}" if section else text

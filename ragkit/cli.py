@@ -190,8 +190,12 @@ def cmd_eval(args) -> int:
     """Measure retrieval (and answer) quality on a SQuAD-format file."""
     from tqdm import tqdm
 
-    from .eval import run_dialogues, run_eval, run_unanswerable
+    from .eval import run_dialogues, run_eval, run_identifiers, run_unanswerable
 
+    if args.identifiers is not None and args.identifiers < 1:
+        raise CommandError(f"--identifiers needs a positive number of passages, not {args.identifiers}")
+    if not args.identifiers and not args.path:
+        raise CommandError("name a SQuAD-format file to evaluate (or use --identifiers N)")
     bars: dict[str, tqdm] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -200,7 +204,9 @@ def cmd_eval(args) -> int:
         bars[stage].update(1)
 
     settings = load_settings(**_overrides(args))
-    if args.unanswerable:
+    if args.identifiers:
+        summary = run_identifiers(args.identifiers, settings, limit=args.limit, progress=progress)
+    elif args.unanswerable:
         summary = run_unanswerable(args.path, settings, limit=args.limit, progress=progress)
     elif args.dialogues:
         summary = run_dialogues(args.path, args.dialogues, settings, limit=args.limit, progress=progress)
@@ -216,10 +222,28 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _print_summary(summary: dict, as_json: bool) -> None:
+    width = max(len(key) for key in summary)
+    for key, value in summary.items():
+        print(f"{key:<{width}}  {value}")
+    if as_json:
+        print(json.dumps(summary, ensure_ascii=False))
+
+
 def cmd_bench(args) -> int:
     """Print speed and memory figures."""
     from .bench import run_bench
 
+    if args.peer:
+        from .peer import PeerBenchError, measure_peer
+
+        print("bench: ragkit and the usual LangChain stack on the same files…", file=sys.stderr, flush=True)
+        try:
+            summary = measure_peer(questions_per_set=100 if args.quick else None)
+        except PeerBenchError as exc:
+            raise CommandError(str(exc)) from None
+        _print_summary(summary, args.json)
+        return 0
     summary = run_bench(load_settings(**_overrides(args)), quick=args.quick,
                         report=lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True))
     width = max(len(key) for key in summary)
@@ -403,18 +427,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_repair)
 
     p = sub.add_parser("eval", help="measure retrieval (and answer) quality on a SQuAD-format file")
-    p.add_argument("path")
+    p.add_argument("path", nargs="?", help="the SQuAD-format file (not needed with --identifiers)")
     p.add_argument("--answers", action="store_true",
                    help="also ask every question through the chat graph and score its answers")
     p.add_argument("--unanswerable", action="store_true",
                    help="index half the set; measure answering what is there and saying 'not found' for the rest")
     p.add_argument("--dialogues", metavar="FILE", help="two-turn dialogues (follow-ups, topic switches) to measure")
+    p.add_argument("--identifiers", type=int, metavar="N",
+                   help="N near-identical passages holding unique codes: is each code's passage first?")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("bench", help="speed and memory figures")
     p.add_argument("--quick", action="store_true", help="a small workload (under a minute): a smoke test")
+    p.add_argument("--peer", action="store_true",
+                   help="only ragkit beside the usual LangChain stack (splitter 1000/200, MiniLM, Chroma) on the "
+                        "shared QA sets' files: first-run ingest, search latency, hit@5")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
 

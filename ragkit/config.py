@@ -58,6 +58,21 @@ class Settings(BaseSettings):
     candidate_k: int = Field(default=50, ge=1, le=1000)
     dense_weight_latin: float = Field(default=0.5, ge=0, le=1)
     dense_weight_cjk: float = Field(default=0.1, ge=0, le=1)
+    fusion: Literal["zscore", "minmax"] = Field(
+        default="zscore", description="how BM25 and dense scores are put on one scale before they are weighted")
+    parent_passages: int = Field(
+        default=0, ge=0, le=5, description="answers read each found passage with this many neighbours on each side "
+        "(its parent); citations still quote the sentences used")
+    multi_query: bool = Field(
+        default=False, description="also search offline variants of the question (its rarer words, its names) "
+        "and fuse the rankings by reciprocal rank")
+    reranker: str = Field(
+        default="none", description="none; sentences (offline: the query's similarity to each candidate's closest "
+        "sentence); or the directory of a local sentence-transformers CrossEncoder")
+    rerank_depth: int = Field(default=10, ge=2, le=200, description="how many of the best candidates are reranked")
+    exact_first: bool = Field(
+        default=True, description="passages holding every identifier (letters and digits) and quoted phrase of "
+        "the query rank first")
     min_relative_score: float = Field(
         default=0.1, ge=0, le=1, description="answers ignore passages scoring below this share of the best"
     )

@@ -11,6 +11,9 @@ passage is ingested as its own document through the normal ingest path.
   graph: does it answer what the documents hold and say "not found" for the rest?
 - ``--dialogues FILE``: two-turn dialogues through the chat graph: does a follow-up
   ("what are its features?") find the same passage as its standalone form?
+- ``--identifiers N``: N near-identical one-sentence passages, each holding a unique code
+  (``zq1499x``); is the code's passage first when the code is asked alone and inside a
+  sentence, also for passages whose vector was left out of the vector store?
 """
 
 from __future__ import annotations
@@ -294,4 +297,73 @@ def answer_metrics(engine, items: list[QAItem], report) -> dict:
         "answer_contains": round(contains / max(len(items), 1), 4),
         "answer_chars_mean": round(statistics.fmean(lengths) if lengths else 0.0, 1),
         "answer_p50_ms": round(percentile(latencies, 0.5), 2),
+    }
+
+
+IDENTIFIER_SEED = 1499
+IDENTIFIER_TEMPLATES = (
+    "Part {code} is a replacement valve assembly stocked in the {place} warehouse.",
+    "Part {code} is a replacement pump assembly stocked in the {place} warehouse.",
+    "Part {code} is a spare valve assembly kept in the {place} depot.",
+)
+IDENTIFIER_PLACES = ("Lyon", "Leeds", "Porto", "Graz", "Turin", "Ghent", "Brno", "Cork")
+# The last form names a warehouse at random (mostly not the part's): a detail remembered
+# wrongly must not outweigh the exact code.
+IDENTIFIER_QUESTIONS = ("Where is part {code} stocked?", "Which warehouse keeps the assembly {code}?",
+                        "Is the valve with code {code} kept in {place}?")
+
+
+def identifier_passages(count: int, seed: int = IDENTIFIER_SEED) -> list[tuple[str, str]]:
+    """``count`` (code, passage) pairs: unique codes of two letters, four digits and a
+    letter, each in a one-sentence passage that differs from the others only by a word or two."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    codes: dict[str, None] = {}
+    while len(codes) < count:
+        codes.setdefault("".join(rng.choices(letters, k=2)) + f"{rng.randrange(10000):04d}" + rng.choice(letters))
+    return [(code, rng.choice(IDENTIFIER_TEMPLATES).format(code=code, place=rng.choice(IDENTIFIER_PLACES)))
+            for code in codes]
+
+
+def run_identifiers(count: int, settings: Settings | None = None, limit: int | None = None,
+                    progress: Callable[[str, int, int], None] | None = None, embedder=None,
+                    without_vector_share: float = 1 / 3) -> dict:
+    """Top-1 share of each code's passage, the code asked alone and inside a sentence, over
+    the passages that keep their vector and over those whose vector was deleted (a share of
+    them, chosen with a fixed seed): these have no dense score at all."""
+    pairs = identifier_passages(count)
+    report = progress or (lambda stage, done, total: None)
+    asked = pairs[:limit] if limit else pairs
+    rng = random.Random(IDENTIFIER_SEED + 1)
+    with tempfile.TemporaryDirectory(prefix="ragkit-eval-") as tmp:
+        base = EvalBase(settings, tmp, embedder)
+        ingest_seconds = base.ingest([text for _, text in pairs], list(range(len(pairs))), report)
+        document_of = {index: doc_id for doc_id, index in base.passage_of.items()}
+        without = {index for index in range(len(asked)) if rng.random() < without_vector_share}
+        dropped = [passage.id for index in sorted(without) for passage in base.kb.passages(document_of[index])]
+        base.kb.indexer.delete_vectors(dropped)
+        firsts: dict[tuple[str, bool], list[bool]] = {}
+        latencies = []
+        for index, (code, _) in enumerate(asked):
+            sentence = IDENTIFIER_QUESTIONS[index % len(IDENTIFIER_QUESTIONS)].format(
+                code=code, place=IDENTIFIER_PLACES[index % len(IDENTIFIER_PLACES)])
+            for form, query in (("alone", code), ("sentence", sentence)):
+                started = time.perf_counter()
+                ranked = base.ranking(base.kb.search(query, k=5))
+                latencies.append((time.perf_counter() - started) * 1000)
+                firsts.setdefault((form, index in without), []).append(bool(ranked) and ranked[0] == index)
+            report("identifiers", index + 1, len(asked))
+        base.kb.close()
+
+    def share(form: str, no_vector: bool | None) -> float:
+        values = [v for (f, missing), found in firsts.items() if f == form and no_vector in (None, missing)
+                  for v in found]
+        return round(sum(values) / max(len(values), 1), 4)
+
+    return {
+        "passages": count, "questions": len(asked), "without_vector": len(without),
+        "top1_alone": share("alone", None), "top1_sentence": share("sentence", None),
+        "top1_alone_with_vector": share("alone", False), "top1_sentence_with_vector": share("sentence", False),
+        "top1_alone_without_vector": share("alone", True), "top1_sentence_without_vector": share("sentence", True),
+        "search_p50_ms": round(percentile(latencies, 0.5), 2), "ingest_seconds": round(ingest_seconds, 2),
     }

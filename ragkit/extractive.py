@@ -4,10 +4,11 @@ the question, each with its [n] citation. No language model is involved.
 A sentence's score mixes (1) how much of the question's IDF-weighted vocabulary it
 contains (jieba words for Chinese, each counted once, with partial credit for a long
 word found only in pieces; folded words for English), (2) the embedding similarity
-between question and sentence, (3) the rank of the document it comes from and (4) for
-Chinese "when / how many" questions, whether it holds a number the question does not.
-Sentences are added best first until the language's character budget is used; an
-over-long sentence is cut to the window around its matching words.
+between question and sentence, (3) the rank of the document it comes from and (4) whether
+it holds a thing of the kind the question asks for (a date, a number, a person, a place:
+``answer_types``) that the question does not name. Sentences are added best first until
+the language's character budget is used, the answering one quoted first; an over-long
+sentence is cut to the window around its matching words and that answer.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .answer_types import answer_type, typed_spans
 from .citations import Source, sources_from_hits
 from .config import Settings
 from .passages import Hit
@@ -42,7 +44,6 @@ CJK_QUESTION_WORDS = frozenset(
 CJK_NUMBER_QUESTION = re.compile(
     r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间"
 )
-_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,18 @@ class Weights:
     lexical_local: bool  # Chinese: question words weighted over the candidates, matched in the text
     semantic: float
     characters: float
-    new_number: float
+    new_number: float  # the sentence holds a thing of the kind asked (date, number, person, place) the question lacks
     document_opening: float
     rank_prior: float
     keep_ratio: float  # further sentences must score at least this share of the best
     add_next_sentence: bool
+    split_budget: float = 0.0  # >0: the best sentence takes at most this share when a runner-up is close
 
 
 SEMANTIC_SHORTLIST = 16
 CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True)
-LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.0, 0.05, 0.15, 0.5, False)
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6)
+MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
     "en": "I could not find anything about this in the knowledge base.",
@@ -75,6 +78,7 @@ class Candidate:
     text: str
     source_index: int  # 0-based index into the hits
     order: int  # sentence position within the chunk
+    answer_spans: list = field(default_factory=list)  # parts of the kind the question asks for
     lexical: float = 0.0
     semantic: float = 0.0
     score: float = 0.0
@@ -94,7 +98,7 @@ def _candidates(hits: list[Hit]) -> list[Candidate]:
     """The sentences of the hits, each once: overlapping chunks repeat their border sentences."""
     found, seen = [], set()
     for index, hit in enumerate(hits):
-        for order, span in enumerate(split_sentences(hit.text)):
+        for order, span in enumerate(split_sentences(hit.context.text)):
             if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
                 continue
             text = span.text.strip()
@@ -150,12 +154,13 @@ def _local_lexical_scores(question: str, candidates: list[Candidate]) -> None:
         candidate.lexical = sum(weight * _word_credit(word, text) for word, weight in weights.items()) / mass
 
 
-def _holds_new_number(question: str, text: str) -> bool:
-    """True for a "when / how many" question and a sentence with a number it does not have."""
-    if not CJK_NUMBER_QUESTION.search(question):
-        return False
-    asked = set(_NUMBER.findall(question))
-    return any(number not in asked for number in _NUMBER.findall(text))
+def _mark_answer_spans(question: str, candidates: list[Candidate]) -> None:
+    """The parts of each sentence of the kind the question asks for (see answer_types)."""
+    kind = answer_type(question)
+    if kind is None:
+        return
+    for candidate in candidates:
+        candidate.answer_spans = typed_spans(candidate.text, kind, question)
 
 
 def _character_overlap(question: str, text: str) -> float:
@@ -183,8 +188,10 @@ def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable
             candidate.semantic = floor
 
 
-def _fit(text: str, budget: int, question_tokens: set[str]) -> str:
-    """Cut a sentence longer than the budget to the window with most question words."""
+def _fit(text: str, budget: int, question_tokens: set[str], answer_spans: list | None = None) -> str:
+    """Cut a sentence longer than the budget to the window with most question words; a
+    part of the kind the question asks for (a date, a name) counts as two of them, so the
+    window keeps the answer rather than only the words that repeat the question."""
     if len(text) <= budget:
         return text
     best_start, best_hits = 0, -1
@@ -192,6 +199,7 @@ def _fit(text: str, budget: int, question_tokens: set[str]) -> str:
     for start in range(0, len(text) - budget + step, step):
         window = text[start : start + budget]
         hits = sum(1 for token in question_tokens if token in window.lower())
+        hits += sum(2 for span in answer_spans or [] if start <= span.start and span.end <= start + budget)
         if hits > best_hits:
             best_start, best_hits = start, hits
     window = text[best_start : best_start + budget - 1].strip()
@@ -229,17 +237,18 @@ def extractive_answer(
         _lexical_scores(search_tokens(wording), candidates, idf or {})
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
+    _mark_answer_spans(question, candidates)
     document_rank = {}
     for index, hit in enumerate(hits):
         document_rank.setdefault(hit.doc_id, index)
     for candidate in candidates:
         hit = hits[candidate.source_index]
-        opening = hit.position == 0 and candidate.order == 0
+        opening = hit.context.position == 0 and candidate.order == 0
         candidate.score = (
             (1 - weights.semantic) * candidate.lexical
             + weights.semantic * candidate.semantic
             + weights.characters * _character_overlap(question, candidate.text)
-            + weights.new_number * _holds_new_number(question, candidate.text)
+            + weights.new_number * bool(candidate.answer_spans)
             + weights.document_opening * opening
             + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
         )
@@ -267,13 +276,19 @@ def _select(
         if any(candidate is existing for existing, _ in chosen):
             continue
         if not chosen:
-            take(candidate, _fit(candidate.text, room, question_tokens))
+            runner_up = next((c for c in ranked if c is not candidate), None)
+            if weights.split_budget and runner_up is not None and \
+                    runner_up.score >= weights.keep_ratio * candidate.score:
+                room = min(room, int(budget * weights.split_budget))  # leave room for the runner-up
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
             if weights.add_next_sentence:
                 following = _next_sentence(candidates, candidate)
                 if following is not None and used + len(following.text) + 4 <= budget:
                     take(following, following.text)
         elif len(candidate.text) <= room:
             take(candidate, candidate.text)
+        elif weights.split_budget and room >= MIN_WINDOW:
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
     return chosen
 
 
@@ -285,21 +300,25 @@ def _next_sentence(candidates: list[Candidate], candidate: Candidate) -> Candida
 
 
 def _compose(chosen: list[tuple[Candidate, str]], sources: list[Source], cjk: bool) -> ExtractiveAnswer:
-    """Quote the chosen sentences in reading order; one marker per run from the same source."""
-    chosen.sort(key=lambda pair: (pair[0].source_index, pair[0].order))
+    """Quote the chosen sentences, the run holding the best one first (then the others in
+    reading order); one marker per run of contiguous sentences from the same source."""
+    best = chosen[0][0] if chosen else None
+    chosen = sorted(chosen, key=lambda pair: (pair[0].source_index, pair[0].order))
     separator = "" if cjk else " "
-    runs: list[tuple[int, list[str]]] = []
+    runs: list[tuple[int, list[str], bool]] = []
     previous: Candidate | None = None
     for candidate, text in chosen:
         contiguous = (previous is not None and previous.source_index == candidate.source_index
                       and previous.order + 1 == candidate.order)
         if contiguous:
             runs[-1][1].append(text)
+            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] or candidate is best)
         else:
-            runs.append((candidate.source_index, [text]))
+            runs.append((candidate.source_index, [text], candidate is best))
         previous = candidate
+    runs.sort(key=lambda run: not run[2])  # stable: the answering run first, the rest in reading order
     parts = []
-    for index, texts in runs:
+    for index, texts, _ in runs:
         quote = separator.join(texts)
         parts.append(f"{quote}[{index + 1}]")
         source = sources[index]

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import Catalog, DocumentRecord
-from .chunking import chunk_pages
+from .chunking import chunk_pages, contextual_text, section_paths
 from .config import Settings
 from .embeddings import Embedder
 from .lexical import LexicalEntry, LexicalIndex
@@ -114,6 +114,7 @@ class _Prepared:
     started: float
     duplicate: DocumentRecord | None = None
     vectors: np.ndarray | None = None
+    contexts: list[str] | None = None  # what is embedded: each passage under its section path
 
 
 class WriteLock:
@@ -207,12 +208,15 @@ class Indexer:
             if duplicate is not None and self._intact(duplicate):
                 return self._unchanged(item, loaded, duplicate, started)
             item.progress("chunking", 0.08)
-            passages = [Passage(c.text, c.page, c.position, c.start, c.end, c.tokens) for c in
-                        chunk_pages(loaded.pages, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens)]
+            chunks = chunk_pages(loaded.pages, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens)
+            passages = [Passage(c.text, c.page, c.position, c.start, c.end, c.tokens) for c in chunks]
             if not passages:
                 raise LoaderError(f"{item.filename}: no text to index")
-            terms = [search_tokens(p.text) for p in passages]
-            return _Prepared(item, loaded, passages, terms, started)
+            # embedded and indexed with their section path above them (headings of the file)
+            contexts = [contextual_text(p.text, section) for p, section in
+                        zip(passages, section_paths(loaded.pages, chunks))]
+            terms = [search_tokens(text) for text in contexts]
+            return _Prepared(item, loaded, passages, terms, started, contexts=contexts)
         except LoaderError as exc:
             return _finished(item, IngestResult(item.filename, "refused", str(exc)), started)
         except Exception as exc:
@@ -254,7 +258,7 @@ class Indexer:
             results[index] = _finished(prepared.item, result, prepared.started)
 
     def _embed(self, group: list[tuple[int, _Prepared]]) -> None:
-        texts = [p.text for _, prepared in group for p in prepared.passages]
+        texts = [text for _, prepared in group for text in (prepared.contexts or [p.text for p in prepared.passages])]
         bounds, offset = [], 0
         for _, prepared in group:
             bounds.append((offset, offset + len(prepared.passages)))

@@ -380,7 +380,7 @@ def load_pdf(
             pages = []
             for page in reader.pages:
                 budget.charge_page(page)
-                pages.append(unwrap_soft_breaks(_normalize(page.extract_text() or "")))
+                pages.append(_pdf_page_text(page))
             title = _pdf_title(reader)
     except LoaderError:
         raise
@@ -454,6 +454,48 @@ def _without_garbage_pages(pages: list[str], filename: str, notes: list[str] | N
 def plural_pages(count: int) -> str:
     """'1 page', '3 pages'."""
     return f"{count} page" if count == 1 else f"{count} pages"
+
+
+HEADING_SIZE_RATIO = 1.15  # a line set this much larger than the page's body text is a heading
+
+
+def _pdf_page_text(page) -> str:
+    """A page's text with lines wrapped mid-sentence joined and lines set in a larger font
+    than the page's body text marked as Markdown headings (never joined to the next line)."""
+    sizes: dict[str, float] = {}
+    weight: dict[float, int] = {}
+
+    def visit(text, cm, tm, font, size):
+        scale = abs(tm[3] * cm[3]) or abs(tm[0] * cm[0]) or 1.0
+        effective = round(float(size) * scale, 1)
+        stripped = " ".join(text.split())
+        if stripped:
+            sizes[stripped] = max(sizes.get(stripped, 0.0), effective)
+            weight[effective] = weight.get(effective, 0) + len(stripped)
+
+    text = _normalize(page.extract_text(visitor_text=visit) or "")
+    if not weight:
+        return unwrap_soft_breaks(text)
+    body = max(weight, key=weight.get)
+    levels = sorted({size for size in sizes.values() if size >= HEADING_SIZE_RATIO * body}, reverse=True)
+    if not levels:
+        return unwrap_soft_breaks(text)
+    marked = []
+    for line in text.split("\n"):
+        size = sizes.get(" ".join(line.split()), 0.0)
+        if line.strip() and size in levels and len(line) <= 200:
+            marked.append("\x00" + "#" * min(levels.index(size) + 1, 6) + " " + line.strip())
+        else:
+            marked.append(line)
+    # headings stand alone: unwrapping joins only the lines between them
+    blocks = "\n".join(marked).split("\x00")
+    return "\n\n".join(unwrap_soft_breaks(block).strip("\n") if not block.startswith("#") else
+                         _heading_block(block) for block in blocks if block.strip())
+
+
+def _heading_block(block: str) -> str:
+    heading, _, rest = block.partition("\n")
+    return heading + ("\n\n" + unwrap_soft_breaks(rest).strip("\n") if rest.strip() else "")
 
 
 def _unlock_pdf(reader, filename: str) -> None:
@@ -731,6 +773,8 @@ def _docx_table_text(table) -> str:
 
 
 _HTML_HIDDEN = frozenset({"script", "style", "noscript", "template"})
+_HTML_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+MAX_HEADING_CHARS = 300  # longer "headings" (an <h1> never closed) are read as text
 _HTML_FEED_CHARS = 64 * 1024
 MAX_HTML_NESTING = 1000
 """Deepest nesting of open HTML elements parsed as a tree (browsers flatten deeper ones;
@@ -772,7 +816,10 @@ class _HtmlText:
 
     Each run of text between two tags is one piece (pieces are joined by newlines, as
     BeautifulSoup's get_text("\\n") did); text inside script, style, noscript and
-    template elements is dropped."""
+    template elements is dropped. The <title> names the document and is not a line of its
+    text. Each <h1>-<h6> becomes one Markdown heading line ("## Staff") set apart by blank
+    lines: passages then know their section, and a heading is never quoted as an answer or
+    run into the next line."""
 
     def __init__(self):
         self.text = _TextCollector()
@@ -781,6 +828,8 @@ class _HtmlText:
         self._hidden = 0
         self._in_title = False
         self._depth = 0
+        self._heading_level = 0  # the open heading's level (0: none)
+        self._heading: list[str] = []
 
     def _flush(self) -> None:
         if self._run:
@@ -788,20 +837,31 @@ class _HtmlText:
             self._run = []
 
     def start(self, tag, attrib) -> None:
-        """An opening tag ends the current run of text."""
-        self._flush()
+        """An opening tag ends the current run of text (inside a heading, the heading goes on)."""
         self._depth += 1
         if self._depth > MAX_HTML_NESTING:
             raise _NestedTooDeep
+        if self._heading_level:
+            return
+        self._flush()
         if tag in _HTML_HIDDEN:
             self._hidden += 1
         elif tag == "title":
             self._in_title = not self.title  # the first <title> names the page
+        elif tag in _HTML_HEADINGS:
+            self._heading_level = int(tag[1])
 
     def end(self, tag) -> None:
-        """A closing tag ends the current run of text."""
-        self._flush()
+        """A closing tag ends the current run of text; a heading's end writes its line."""
         self._depth = max(0, self._depth - 1)
+        if self._heading_level:
+            if tag in _HTML_HEADINGS:
+                words = " ".join("".join(self._heading).split())
+                if words:
+                    self.text.add(f"\n{'#' * self._heading_level} {words}\n")
+                self._heading_level, self._heading = 0, []
+            return
+        self._flush()
         if tag in _HTML_HIDDEN:
             self._hidden = max(0, self._hidden - 1)
         elif tag == "title":
@@ -811,9 +871,16 @@ class _HtmlText:
         """Text between tags (possibly in several calls for one run)."""
         if self._hidden:
             return
+        if self._in_title:
+            if len(self.title) < 100:
+                self.title.append(text)
+            return
+        if self._heading_level:
+            self._heading.append(text)
+            if sum(map(len, self._heading)) > MAX_HEADING_CHARS:  # an unclosed heading: it was text
+                self._run, self._heading_level, self._heading = self._heading, 0, []
+            return
         self._run.append(text)
-        if self._in_title and len(self.title) < 100:
-            self.title.append(text)
 
     def close(self) -> None:
         """End of the document."""

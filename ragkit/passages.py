@@ -48,6 +48,7 @@ class Hit:
     dense_rank: int | None = None
     lexical_rank: int | None = None
     same_document: bool = False  # added by the within-document search of an answer
+    parent: Passage | None = None  # the passage with its neighbours, handed to the answer (parent-child)
 
     @property
     def id(self) -> str:
@@ -63,6 +64,11 @@ class Hit:
     def text(self) -> str:
         """The passage text."""
         return self.passage.text
+
+    @property
+    def context(self) -> Passage:
+        """What an answer reads and a source shows: the parent passage, else the passage."""
+        return self.parent or self.passage
 
     @property
     def page(self) -> int:
@@ -85,3 +91,19 @@ class Hit:
             "dense_rank": self.dense_rank, "lexical_rank": self.lexical_rank,
             "same_document": self.same_document,
         }
+
+
+def joined(passages: list[Passage]) -> Passage:
+    """Neighbouring passages of one document as one passage (reading order; their overlap,
+    known from the offsets, kept once; a page change joined by a blank line)."""
+    ordered = sorted(passages, key=lambda p: p.position)
+    first = ordered[0]
+    text, end, page = first.text, first.end, first.page
+    for passage in ordered[1:]:
+        if passage.page == page and passage.start < end:
+            text += passage.text[end - passage.start:]
+        else:
+            text += ("\n\n" if passage.page != page else (" " if passage.start > end else "")) + passage.text
+        end, page = max(end, passage.end), passage.page
+    return Passage(text, first.page, first.position, first.start, end if page == first.page else first.end,
+                   sum(p.tokens for p in ordered), first.doc_id, first.version)

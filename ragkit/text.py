@@ -19,8 +19,7 @@ _WORD_RE = re.compile(rf"[{CJK_CHAR}]+|[^\W_{CJK_CHAR}]+(?:[.'’-][^\W_{CJK_CHA
 # Sentence ends: CJK full stops (no space needed), Latin ones followed by space/end, newlines.
 _SENTENCE_END_RE = re.compile(
     r"[。！？；!?](?:[”’\"'）)」』]*)"
-    r"|(?<!\b[A-Z])(?<!\bMr)(?<!\bDr)(?<!\bSt)(?<!\bMs)(?<!\bvs)(?<!\bNo)(?<!\bMrs)(?<!\be\.g)(?<!\bi\.e)"
-    r"\.(?=[”’\"')]*(?:\s|$))(?:[”’\"')]*)"
+    r"|(?<!\b[A-Z])\.(?=[”’\"')]*(?:\s|$))(?:[”’\"')]*)"
     r"|\n+"
 )
 
@@ -171,6 +170,33 @@ def _depth_after(text: str, depth: int, start: int, end: int) -> int:
     return depth
 
 
+# Words that end with a full stop without ending the sentence (titles, "No.", "e.g.", months,
+# units); an abbreviation at a line's end does not end it either (a PDF line wrapped after "Dr.").
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof st mt ft no nos vol vols fig figs pp p jr sr sen rep gov gen col lt capt sgt
+    rev hon messrs mme mlle vs cf viz al approx ca dept univ assn ave blvd
+    e.g i.e a.m p.m u.s u.k u.n jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+)
+_WORD_BEFORE_STOP = re.compile(r"(?<![A-Za-z0-9.])([A-Za-z](?:[A-Za-z.]*[A-Za-z])?)\.\s*$")
+
+
+def _after_abbreviation(text: str, stop: int) -> bool:
+    """True when the full stop ending at ``stop`` (exclusive) closes an abbreviation."""
+    found = _WORD_BEFORE_STOP.search(text, max(0, stop - 12), stop)
+    return bool(found) and found.group(1).lower() in ABBREVIATIONS
+
+
+def continues_after_abbreviation(text: str, match: re.Match) -> bool:
+    """True when a sentence-end ``match`` (a full stop, or a single line break right after
+    one, before a word) only closes an abbreviation: the sentence goes on."""
+    mark = match.group(0)
+    if mark.startswith("."):
+        return _after_abbreviation(text, match.start() + 1)
+    if mark == "\n" and text[match.end() : match.end() + 1].isalnum():
+        return _after_abbreviation(text, match.start())
+    return False
+
+
 def split_sentences(text: str) -> list[Span]:
     """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets.
 
@@ -186,6 +212,8 @@ def split_sentences(text: str) -> list[Span]:
     closings: list[int] | None = None  # positions of closing brackets, listed when first needed
     for match in _SENTENCE_END_RE.finditer(text):
         position = match.start()
+        if match.group(0)[0] in ".\n" and continues_after_abbreviation(text, match):
+            continue
         if not match.group(0).startswith("\n"):
             depth = _depth_after(text, depth, scanned, position)
             scanned = position

@@ -312,7 +312,7 @@ def test_nesting_past_the_limit_is_read_as_flat_text_with_scripts_dropped():
     assert doc.title == "Deep & odd", "the first <title>"
     shallow = load_bytes(b"<html><head><title>T</title><script>x()</script></head><body><p>One <b>two</b></p>"
                          b"<noscript>ns</noscript><template>t</template></body></html>", "page.html")
-    assert shallow.pages == ["T\nOne\ntwo"] and shallow.title == "T"
+    assert shallow.pages == ["One\ntwo"] and shallow.title == "T", "the title names the page, not a line of it"
 
 
 def test_nested_html_work_grows_linearly():

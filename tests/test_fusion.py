@@ -68,3 +68,52 @@ def test_passages_tokenized_by_another_tokenizer_version_are_retokenized_on_open
     reopened = KnowledgeBase(settings, embedder=embedder)
     assert reopened.search("statue", k=5)[0].filename == "s.txt"
     assert reopened.search("stale", k=5)[0].lexical_score is None
+
+
+def test_a_flat_dense_list_does_not_outvote_a_passage_standing_far_above_its_bm25_list():
+    flat_dense = [(f"d{n}", 0.438 - n * 0.0002) for n in range(50)]  # cosines that barely differ
+    lexical = [("code", 3.45)] + [(f"d{n}", 0.3) for n in range(5)]  # the code's passage, no vector
+    assert fuse_scores(flat_dense, lexical, 0.5, "minmax")[0][0] != "code"  # the old scaling lost it
+    assert fuse_scores(flat_dense, lexical, 0.5)[0][0] == "code"
+
+
+def test_identifiers_and_quoted_phrases_are_asked_verbatim():
+    from ragkit.retrieval import exact_terms
+
+    assert exact_terms("Where is part ZQ1499X stocked?").identifiers == ("zq1499x",)
+    assert exact_terms("error E-1234 after v2.3").identifiers == ("e-1234", "v2.3")
+    assert exact_terms("Who built it in 1887?").identifiers == ()  # a number alone is no identifier
+    assert exact_terms('What does "the  Golden Dome" mean?').phrases == ("the golden dome",)
+    assert exact_terms("“青岚茶园”在哪里？").phrases == ("青岚茶园",)
+
+
+def test_the_passage_holding_the_code_ranks_first_even_without_its_vector(kb):
+    for n, place in enumerate(["Lyon", "Leeds", "Porto", "Graz"]):
+        kb.ingest(f"Part qx{n}417k is a replacement valve assembly stocked in the {place} warehouse.".encode(),
+                  filename=f"part-{n}.txt")
+    target = next(doc for doc in kb.documents() if doc.filename == "part-2.txt")
+    kb.indexer.delete_vectors([p.id for p in kb.passages(target.id)])
+    for query in ("qx2417k", "Is the valve with code qx2417k kept in Lyon?", 'Which warehouse has "qx2417k"?'):
+        assert kb.search(query, k=3)[0].doc_id == target.id, query
+
+
+def test_rerankers_are_named_by_the_setting_and_never_downloaded(tmp_path):
+    import pytest
+
+    from ragkit.rerank import RerankerError, SentenceReranker, make_reranker
+
+    assert make_reranker("none", None) is None
+    assert isinstance(make_reranker("sentences", None), SentenceReranker)
+    with pytest.raises(RerankerError, match="RAGKIT_RERANKER"):
+        make_reranker(str(tmp_path / "no-such-model"), None)
+
+
+def test_the_sentence_reranker_lifts_the_passage_whose_sentence_says_it(embedder):
+    from ragkit.rerank import SentenceReranker
+
+    texts = {"a": "The harbour is busy in summer. Ferries leave every hour for the islands.",
+             "b": "The lighthouse keeper retired in 1962. She had lived in the tower for thirty years.",
+             "c": "Bread is baked at dawn."}
+    fused = [("a", 1.0), ("b", 0.99), ("c", 0.5)]  # a and b nearly tied by the fused scores
+    reranked = SentenceReranker(lambda: embedder).rerank("When did the lighthouse keeper retire?", fused, texts)
+    assert [pid for pid, _ in reranked] == ["b", "a", "c"]

@@ -140,7 +140,7 @@ MEASURE = """
 import json, resource, sys, zipfile
 from pathlib import Path
 {setup}
-import bs4, charset_normalizer, docx, pypdf  # imported before the baseline
+import charset_normalizer, docx, lxml.etree, pypdf  # imported before the baseline
 from ragkit.loaders import LoaderError, load_bytes, load_path
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:

@@ -88,10 +88,13 @@ def _reference_inside_brackets(text: str, start: int, position: int) -> bool:
 
 
 def _reference_split_sentences(text: str) -> list[Span]:
-    """split_sentences as it was before the linear rewrite (commit a57566c)."""
+    """split_sentences as it was before the linear rewrite (commit a57566c), with the
+    abbreviation rule added since."""
     spans: list[Span] = []
     start = 0
     for match in _SENTENCE_END_RE.finditer(text):
+        if text_module.continues_after_abbreviation(text, match):
+            continue
         if not match.group(0).startswith("\n") and _reference_inside_brackets(text, start, match.start()):
             continue
         end = match.end()
