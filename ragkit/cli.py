@@ -194,6 +194,11 @@ def cmd_eval(args) -> int:
 
     if args.identifiers is not None and args.identifiers < 1:
         raise CommandError(f"--identifiers needs a positive number of passages, not {args.identifiers}")
+    if args.support:
+        from .support_eval import run_support
+
+        _print_summary(run_support(args.support + ([args.path] if args.path else []), limit=args.limit), args.json)
+        return 0
     if not args.identifiers and not args.path:
         raise CommandError("name a SQuAD-format file to evaluate (or use --identifiers N)")
     bars: dict[str, tqdm] = {}
@@ -433,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unanswerable", action="store_true",
                    help="index half the set; measure answering what is there and saying 'not found' for the rest")
     p.add_argument("--dialogues", metavar="FILE", help="two-turn dialogues (follow-ups, topic switches) to measure")
+    p.add_argument("--support", nargs="+", metavar="FILE",
+                   help="the support check's precision and recall per language on labelled sentences built from "
+                        "these SQuAD-format files (gold answer sentences, restated, and with the answer swapped)")
     p.add_argument("--identifiers", type=int, metavar="N",
                    help="N near-identical passages holding unique codes: is each code's passage first?")
     p.add_argument("--limit", type=int, help="only the first N questions")

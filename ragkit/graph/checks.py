@@ -3,7 +3,8 @@
 A model may continue the prompt instead of answering ("[INST]", "<<SYS>>", a copy of
 the instructions), invent citation numbers, or write sentences its sources do not say.
 ``clean_model_answer`` cuts what is not an answer; ``check_support`` judges each sentence
-against the passages it cites: most of its words, and every figure in it, must be there.
+against the passages it cites with ``ragkit.support.supports``: every name, figure, date
+and place in it (normalised), and most of its claim words, must be there.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import re
 from dataclasses import dataclass
 
 from ..citations import MARKER_RE, Source, cited_markers, strip_html
+from ..support import supports
 from ..text import search_tokens, split_sentences
 
 # A model that starts writing these is continuing the prompt, not answering: stop there.
 PROMPT_ECHOES = ("\nQuestion:", "\nSources:", "\nUser:", "<source", "</source>", "[INST]", "[/INST]", "<<SYS>>",
                  "<</SYS>>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<|eot_id|>",
                  "<|start_header_id|>", "### Instruction", "### Response")
-MIN_SUPPORT = 0.5
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def cut_prompt_echo(text: str) -> tuple[str, bool]:
@@ -62,9 +62,9 @@ class SentenceCheck:
 
 
 def check_support(answer: str, sources: list[Source]) -> list[SentenceCheck]:
-    """Judge every sentence: most of its words, and every number in it, must be in the
-    passages it cites. A sentence citing nothing is attributed to the one source that
-    supports it, if any."""
+    """Judge every sentence: its names, figures, dates and places, and most of its claim
+    words, must be in the passages it cites (``support.supports``). A sentence
+    citing nothing is attributed to the one source that supports it, if any."""
     by_number = {source.n: source for source in sources}
     checks = []
     for span in split_sentences(answer):
@@ -86,14 +86,8 @@ def check_support(answer: str, sources: list[Source]) -> list[SentenceCheck]:
 
 
 def _supported(claim: str, passages: str) -> tuple[bool, str]:
-    words = set(search_tokens(claim))
-    share = len(words & set(search_tokens(passages))) / len(words)
-    missing_figures = [f for f in _FIGURE.findall(claim) if f not in passages]
-    if missing_figures:
-        return False, f"the figure {missing_figures[0]} is not in the source"
-    if share < MIN_SUPPORT:
-        return False, f"only {share:.0%} of its words are in the source"
-    return True, f"{share:.0%} of its words are in the source"
+    verdict = supports(passages, claim)
+    return verdict.supported, verdict.reason
 
 
 def add_attributions(answer: str, checks: list[SentenceCheck]) -> str:
