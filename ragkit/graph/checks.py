@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..citations import MARKER_RE, Source, cited_markers, strip_html
 from ..support import supports
-from ..text import search_tokens, split_sentences
+from ..text import search_tokens
 
 # A model that starts writing these is continuing the prompt, not answering: stop there.
 PROMPT_ECHOES = ("\nQuestion:", "\nSources:", "\nUser:", "<source", "</source>", "[INST]", "[/INST]", "<<SYS>>",
@@ -34,6 +34,27 @@ def echoes_instructions(text: str, instructions: str) -> bool:
     """True when the answer repeats a sentence of the system prompt."""
     lines = [line.strip(" -") for line in instructions.splitlines() if len(line.strip(" -")) > 30]
     return any(line[:40] in text for line in lines)
+
+
+# A sentence of an answer: up to an end mark (。！？!?； or a full stop before a space, a marker
+# or the end, or a line break), with the citation markers written after it.
+_SENTENCE_RE = re.compile(r".+?(?:[。！？!?；]+|\.(?=\s|\[|$)|\n+)(?:\s*\[\d{1,3}(?:\s*[,，]\s*\d{1,3})*\])*",
+                          re.DOTALL)
+
+
+def answer_sentences(text: str) -> tuple[list[str], str]:
+    """The complete sentences of an answer (each with the citation markers after it, which
+    ``text.split_sentences`` would give to the next one) and the unfinished rest."""
+    sentences, end = [], 0
+    for match in _SENTENCE_RE.finditer(text):
+        sentences.append(match.group(0))
+        end = match.end()
+    return sentences, text[end:]
+
+
+def strip_label(text: str) -> str:
+    """The text without a leading "Answer:" / "答案：" label."""
+    return _LABEL.sub("", text).strip()
 
 
 _LABEL = re.compile(r"^\s*(answer|final answer|response|assistant|回答|答案|答)\s*[:：]\s*", re.IGNORECASE)
@@ -67,21 +88,23 @@ def check_support(answer: str, sources: list[Source]) -> list[SentenceCheck]:
     citing nothing is attributed to the one source that supports it, if any."""
     by_number = {source.n: source for source in sources}
     checks = []
-    for span in split_sentences(answer):
-        cited = tuple(n for n in cited_markers(span.text) if n in by_number)
-        claim = MARKER_RE.sub("", span.text)
+    sentences, rest = answer_sentences(answer)
+    for sentence in sentences + [rest]:
+        sentence = sentence.strip()
+        cited = tuple(n for n in cited_markers(sentence) if n in by_number)
+        claim = MARKER_RE.sub("", sentence)
         if not set(search_tokens(claim)):
             continue
         if cited:
             supported, reason = _supported(claim, " ".join(by_number[n].text for n in cited))
-            checks.append(SentenceCheck(span.text, cited, supported, reason))
+            checks.append(SentenceCheck(sentence, cited, supported, reason))
             continue
         verdicts = [(_supported(claim, source.text), source.n) for source in sources]
         backing = [(reason, n) for (supported, reason), n in verdicts if supported]
         if backing:
-            checks.append(SentenceCheck(span.text, (backing[0][1],), True, backing[0][0], attributed=True))
+            checks.append(SentenceCheck(sentence, (backing[0][1],), True, backing[0][0], attributed=True))
         else:
-            checks.append(SentenceCheck(span.text, (), False, "cites no source, and no source says it"))
+            checks.append(SentenceCheck(sentence, (), False, "cites no source, and no source says it"))
     return checks
 
 

@@ -49,7 +49,12 @@ class ContextTooSmall(ModelError):
 
 
 class UnusableAnswer(ModelError):
-    """The model's reply is not an answer (empty, echoed instructions, no structured output)."""
+    """The model's reply is not an answer (empty, echoed instructions, no structured output,
+    no sentence supported, not what was asked); ``withheld``: its sentences not shown."""
+
+    def __init__(self, message: str, withheld: list | None = None):
+        super().__init__(message)
+        self.withheld = withheld or []
 
 
 # ----- the answer stream ---------------------------------------------------------------
@@ -102,14 +107,19 @@ def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[flo
 def read_answer(client, messages, settings: Settings, write: EventWriter) -> tuple[str, dict]:
     """The model's answer text and token usage, each new piece sent as a ``token`` event,
     until the model finishes, echoes the prompt or reaches the answer-token limit (counted
-    in tokens, not chunks). StreamBroken when the stream ends without a finish reason."""
+    in tokens, not chunks); usage["truncated"] when it was stopped before its end (the
+    token limit, a prompt echo).
+    StreamBroken when the stream ends without a finish reason."""
     text, usage, finished = "", {}, False
     waiting = lambda waited: write(status(f"Waiting for the model… {waited:.0f} s"))  # noqa: E731
     for chunk in stream_with_deadline(client, messages, settings.llm_timeout_s, waiting):
         piece = chunk.content if isinstance(chunk.content, str) else ""
         if getattr(chunk, "usage_metadata", None):
-            usage = dict(chunk.usage_metadata)  # arrives after the finish reason
-        finished = finished or bool((chunk.response_metadata or {}).get("finish_reason"))
+            usage = dict(chunk.usage_metadata) | {k: v for k, v in usage.items() if k == "truncated"}  # after the end
+        reason = (chunk.response_metadata or {}).get("finish_reason")
+        finished = finished or bool(reason)
+        if reason == "length":  # the server stopped it at its token limit
+            usage["truncated"] = True
         if not piece:
             continue
         clean, echoed = cut_prompt_echo(text + piece)
@@ -117,7 +127,7 @@ def read_answer(client, messages, settings: Settings, write: EventWriter) -> tup
             write(token(clean[len(text):]))
         text = clean
         if echoed or count_tokens(text) >= settings.max_answer_tokens:
-            return text, usage
+            return text, usage | {"truncated": True}  # stopped here: its last sentence may be unfinished
     if not finished:
         raise StreamBroken("the stream ended before the server said it was complete")
     return text, usage
