@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 from .config import Settings
 from .errors import AnswerFailed, QuestionError, RagkitError
 from .graph import RagContext, TurnInput, build_graph, events
+from .graph.budget import TurnBudget
 from .graph.events import ChatEvent
 from .history import HistoryManager, Turn, validate_session_id
 from .kb import KnowledgeBase
@@ -88,7 +90,8 @@ class ChatEngine:
         state = self._input(session_id, question, filters, model)
         final: dict = {}
         try:
-            for mode, payload in self.graph.stream(state, context=self.context, stream_mode=["custom", "values"]):
+            context = replace(self.context, budget=TurnBudget(self.settings.llm_timeout_s))
+            for mode, payload in self.graph.stream(state, context=context, stream_mode=["custom", "values"]):
                 if mode == "custom":
                     yield payload
                 else:

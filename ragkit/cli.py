@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from .render import terminal_json, terminal_json_text, terminal_safe
 
 MAX_RESULTS = 1000
 """Most passages ``search -k`` returns: more is a full scan of the store, not a search."""
+
+
+MODEL_FELL_BACK = 3  # ask: the configured model failed and the answer shown is the offline one
 
 
 class CommandError(RuntimeError):
@@ -292,12 +296,16 @@ def cmd_ask(args) -> int:
     engine = _engine(args)
     turn = None
     streamed = ""
+    progress = Progress(sys.stderr)
     try:
         for event in engine.stream(args.session, args.question, _filters(args), model=args.model):
             kind = event["type"]  # the vocabulary: ragkit/graph/events.py
             if kind == "token" and not args.json:
+                progress.clear()
                 streamed += event["text"]
                 print(terminal_safe(event["text"], keep_newlines=True), end="", flush=True)
+            elif kind == "status":
+                progress.show(event["text"])
             elif kind == "reset" and not args.json:
                 streamed = ""
                 print(f"\n[model failed: {terminal_safe(str(event['error']))}; showing the extractive answer instead]",
@@ -306,9 +314,12 @@ def cmd_ask(args) -> int:
                 turn = event["turn"]
     except (QuestionError, SessionError) as exc:
         raise CommandError(str(exc)) from None
+    finally:
+        progress.clear()
+    fell_back = MODEL_FELL_BACK if turn.error and turn.mode != "llm" else 0
     if args.json:
         print(terminal_json(turn.to_dict()))
-        return 0
+        return fell_back
     print()
     if streamed.strip() != turn.answer:  # markers or a rambling tail were removed
         recorded = terminal_safe(turn.answer, keep_newlines=True)
@@ -327,7 +338,38 @@ def cmd_ask(args) -> int:
         print("how this was answered:")
         for number, step in enumerate(turn.trace, start=1):
             print(f"  {number}. {step.step}: {terminal_safe(step.detail)}")
-    return 0
+    if fell_back:
+        print(f"note: the model failed ({terminal_safe(turn.error)}); exit code {MODEL_FELL_BACK}", file=sys.stderr)
+    return fell_back
+
+
+class Progress:
+    """What a turn is doing, on stderr while it runs (the answer goes to stdout): one line
+    rewritten in place on a terminal, each new step on its own line otherwise."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last = ""
+        self.showing = False
+
+    def show(self, text: str) -> None:
+        """Show the current step."""
+        text = terminal_safe(text)
+        if self.tty:
+            self.stream.write(f"\r\x1b[K… {text}")
+            self.showing = True
+        elif re.sub(r"\d+", "", text) != re.sub(r"\d+", "", self.last):  # not every second's count
+            self.stream.write(f"… {text}\n")
+        self.last = text
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Remove the step line before the answer is printed."""
+        if self.showing:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.showing = False
 
 
 def cmd_sessions(args) -> int:

@@ -112,6 +112,12 @@ class Settings(BaseSettings):
         default=8192, ge=512, description="the model's context window; a smaller one the server reports wins"
     )
     rewrite_timeout_s: float = Field(default=15.0, gt=0, description="a model rewrite slower than this is skipped")
+    model_judge: Literal["auto", "on", "off"] = Field(
+        default="auto", description="ask the model for rewrites and grades (structured replies, at most one per "
+        "turn): auto unless it was found unusable, on always, off never (the offline ones are used)")
+    judge_memory_hours: float = Field(
+        default=168.0, gt=0, description="how long a model found unusable for structured replies is not asked again "
+        "(remembered in the data directory, per model and base URL)")
     context_tokens: int = Field(default=2500, ge=200)
     history_tokens: int = Field(default=1200, ge=0)
     history_turns: int = Field(default=4, ge=0)

@@ -27,7 +27,7 @@ def test_the_graph_has_these_edges_and_routes():
         ("__start__", "route", False), ("route", "contextualize", True),
         ("contextualize", "retrieve", False), ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),
-        ("grade", "not_found", True), ("rewrite_query", "retrieve", False),
+        ("grade", "not_found", True), ("rewrite_query", "retrieve", True), ("rewrite_query", "not_found", True),
         ("generate", "check_citations", True), ("generate", "extract", True),
         ("extract", "check_citations", False), ("check_citations", "record", False),
         ("not_found", "record", False), ("record", "__end__", False),

@@ -18,13 +18,14 @@ from langgraph.runtime import Runtime
 
 from ..citations import focus_quotes, sources_from_hits, validate_markers
 from ..extractive import extractive_answer
-from ..llm import ModelChoice, explain_llm_error
+from ..llm import ModelChoice, explain_llm_error, make_chat_model
 from ..text import count_tokens
 from . import events, prompts
 from .checks import add_attributions, check_support, clean_model_answer
 from .context import RagContext
+from .fitting import Fitted, fit_prompt, overflow_message, split_footer, with_footer
 from .grading import grade_offline
-from .model_io import ContextTooSmall, ModelTimeout, UnusableAnswer, fit_history, pack_context, read_answer
+from .model_io import ContextTooSmall, ModelTimeout, UnusableAnswer, read_answer
 from .rounds import filter_words
 from .screening import ScreenedAnswer, screened_step
 from .state import RagState, add_time, elapsed_ms, language, step
@@ -63,52 +64,84 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
     ``after_generate`` falls back to the extractive answer."""
     started = time.perf_counter()
     choice = runtime.context.choice(state)
+    fitted: list[Fitted] = []  # the prompt as fitted, for the trace even when the model fails
     try:
-        result = model_answer(state, runtime, choice)
+        result = model_answer(state, runtime, choice, fitted)
     except Exception as exc:
-        waited = exc.waited_s if isinstance(exc, ModelTimeout) else None
-        own = isinstance(exc, (ContextTooSmall, UnusableAnswer))
-        error = str(exc) if own else explain_llm_error(exc, choice, waited)
+        error = model_error(exc, choice, fitted)
         log.warning("model answer failed, using the extractive answer: %s", error)
         runtime.stream_writer(events.reset(error))
         withheld = screened_step([], exc.withheld) if isinstance(exc, UnusableAnswer) and exc.withheld else []
-        return {"error": error, "answer": "", "trace": withheld + step("Model failed", error),
+        return {"error": error, "answer": "", "trace": fitted_step(fitted) + withheld + step("Model failed", error),
                 "timings": {"generate_ms": elapsed_ms(started)}}
     result["timings"] = {"generate_ms": elapsed_ms(started)}
     return result
 
 
-def model_answer(state: RagState, runtime: Runtime[RagContext], choice: ModelChoice) -> dict:
-    """The model's answer from the passages that fit its context window, as a state update."""
+def model_error(exc: BaseException, choice: ModelChoice, fitted: list[Fitted]) -> str:
+    """A failed answer in words: an overflow named as one, a timeout with the turn's real
+    waiting, ragkit's own verdicts as they are, the client's errors explained."""
+    if isinstance(exc, (ContextTooSmall, UnusableAnswer)):
+        return str(exc)
+    if isinstance(exc, ModelTimeout):
+        return explain_llm_error(exc, choice, exc.waited_s)
+    if fitted:
+        overflow = overflow_message(exc, choice, fitted[0].prompt_tokens, fitted[0].window)
+        if overflow:
+            return overflow
+    return explain_llm_error(exc, choice)
+
+
+def fitted_step(fitted: list[Fitted]) -> list:
+    """The trace step saying what was dropped or cut to fit the context window (none
+    when nothing was)."""
+    if not fitted or not fitted[0].notes:
+        return []
+    return step("Fitted the prompt", f"{fitted[0].window}-token window: " + "; ".join(fitted[0].notes))
+
+
+def model_answer(state: RagState, runtime: Runtime[RagContext], choice: ModelChoice,
+                 fitted: list[Fitted] | None = None) -> dict:
+    """The model's answer from the passages that fit its context window, as a state update
+    (``fitted`` receives the prompt as fitted)."""
     context = runtime.context
     cjk = language(state) == "zh"
     system = prompts.ANSWER_SYSTEM.format(language=prompts.language_name(cjk))
     sources = sources_from_hits(state.hits)
-    history, budget = fit_history(context.settings, choice, system, state.history, state.question)
-    packed = pack_context(sources, budget)
-    sources = [s for s in sources if s.n in {p.n for p in packed}]
+    fit = fit_prompt(context.settings, choice, system, state.history, state.question, sources)
+    if fitted is not None:
+        fitted.append(fit)
+    sources = [s for s in sources if s.n in {p.n for p in fit.packed}]
     runtime.stream_writer(events.sources(sources, True))
     messages = [SystemMessage(system)]
-    for exchange in history:
+    for exchange in fit.history:
         messages += [HumanMessage(exchange.question), AIMessage(exchange.answer)]
     asked = state.question + (f"\n(Standalone form: {state.standalone_question})"
                               if state.standalone_question != state.question else "")
-    messages.append(HumanMessage(f"{prompts.format_sources(packed)}\n\nQuestion: {asked}"))
+    messages.append(HumanMessage(f"{prompts.format_sources(fit.packed)}\n\nQuestion: {asked}"))
+    fit.prompt_tokens = count_tokens("\n".join(str(m.content) for m in messages))
     screen = ScreenedAnswer(runtime.stream_writer, sources, (state.question, state.standalone_question))
-    raw, usage = read_answer(context.models.answering(choice), messages, context.settings, screen)
+    if context.budget and context.budget.remaining() < 1.0:
+        raise ModelTimeout(context.budget.waited_s)  # the turn's model time went to rewrites and grades
+    runtime.stream_writer(events.status(f"Asking {choice.model}…"))
+    settings, client = context.settings, context.models.answering(choice)
+    if fit.answer_tokens < settings.max_answer_tokens:
+        settings = settings.model_copy(update={"max_answer_tokens": fit.answer_tokens})
+        client = make_chat_model(settings, choice)
+    raw, usage = read_answer(client, messages, settings, screen, context.budget)
     _, problem = clean_model_answer(raw, system)
     if problem:
         raise UnusableAnswer(f"the model's answer was not usable: {problem}")
     screen.finish(cut_off=bool(usage.get("truncated")))
     if not screen.answered:
         raise UnusableAnswer(f"the model's answer was not used: {screen.problem()}", withheld=screen.withheld)
-    answer = validate_markers(screen.text, sources)
+    answer = with_footer(validate_markers(screen.text, sources), fit.footer)
     if not usage:
-        usage = {"input_tokens": count_tokens("\n".join(str(m.content) for m in messages)),
-                 "output_tokens": count_tokens(raw), "counted": True}
+        usage = {"input_tokens": fit.prompt_tokens, "output_tokens": count_tokens(raw), "counted": True}
     return {"answer": answer, "sources": sources, "closest": [], "found": True, "mode": "llm",
             "model": choice.model, "usage": {k: v for k, v in usage.items() if isinstance(v, (int, float, bool))},
-            "trace": step("Answered", f"generated by {choice.model} from {len(sources)} passages")
+            "trace": fitted_step(fitted or [fit])
+            + step("Answered", f"generated by {choice.model} from {len(sources)} passages")
             + screened_step(screen.shown, screen.withheld)}
 
 
@@ -125,7 +158,8 @@ def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:
     if state.mode != "llm":
         return {}
     sources = state.sources
-    checks = check_support(state.answer, sources)
+    body, footer = split_footer(state.answer)
+    checks = check_support(body, sources)
     unsupported = [c for c in checks if not c.supported]
     if not checks or len(unsupported) == len(checks):
         reason = unsupported[0].reason if unsupported else "it was empty"
@@ -135,11 +169,12 @@ def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:
         fallback["error"] = error
         fallback["trace"] = step("Checked the citations", error + ": replaced by quotes") + fallback["trace"]
         return fallback
-    answer = state.answer
+    answer = body
     for check in unsupported:
         answer = answer.replace(check.text, "", 1)
     answer = validate_markers(add_attributions(answer, checks), sources).strip()
     focus_quotes(answer, sources)
+    answer = with_footer(answer, footer)
     attributed = sum(c.attributed for c in checks)
     added = f"; {attributed} uncited sentences attributed to the source that says them" if attributed else ""
     if not unsupported:

@@ -1,7 +1,7 @@
 """Assembles the conversational RAG graph. Design note for whoever adds to it:
 
     START → route ─(knowledge base)→ contextualize → retrieve → focus → grade
-    grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round)
+    grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
            ├─ enough, offline ──→ extract ──→ check_citations ───→ record
            └─ enough, model ────→ generate ─┬→ check_citations
@@ -42,7 +42,7 @@ from langgraph.graph import END, START, StateGraph
 from .answering import after_generate, check_citations, extract, generate, not_found
 from .context import RagContext
 from .recording import record
-from .rounds import focus, retrieve, rewrite_query
+from .rounds import after_rewrite, focus, retrieve, rewrite_query
 from .routing import ROUTES, after_route, contextualize, route
 from .state import RagState, TurnInput
 from .sufficiency import after_grade, grade
@@ -60,7 +60,7 @@ def build_graph():
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")
     graph.add_conditional_edges("grade", after_grade, ["extract", "generate", "rewrite_query", "not_found"])
-    graph.add_edge("rewrite_query", "retrieve")
+    graph.add_conditional_edges("rewrite_query", after_rewrite, ["retrieve", "not_found"])
     graph.add_conditional_edges("generate", after_generate, ["check_citations", "extract"])
     graph.add_edge("extract", "check_citations")
     graph.add_edge("check_citations", "record")

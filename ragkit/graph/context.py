@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..config import Settings
 from ..history import HistoryManager
 from ..llm import ModelChoice, ModelClients
+from .budget import TurnBudget
 from .retriever import PassageRetriever
 from .state import RagState
 
@@ -32,6 +33,7 @@ class RagContext:
     # Answer even when the grade calls the evidence weak (the grade is still recorded): what
     # ``eval --answers`` measures, the answerer on every question rather than the judge.
     always_answer: bool = False
+    budget: TurnBudget | None = None  # this turn's model waiting and structured calls (``ChatEngine`` sets it)
 
     def choice(self, state: RagState) -> ModelChoice:
         """The model this turn answers with (the offline answerer is one of the choices)."""

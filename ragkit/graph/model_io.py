@@ -24,6 +24,7 @@ from ..contextualize import Exchange
 from ..errors import ModelError
 from ..llm import ModelChoice, context_window
 from ..text import count_tokens, split_sentences
+from .budget import TurnBudget
 from .checks import cut_prompt_echo
 from .events import EventWriter, status, token
 from .prompts import PromptSource
@@ -60,10 +61,13 @@ class UnusableAnswer(ModelError):
 # ----- the answer stream ---------------------------------------------------------------
 
 
-def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[float], None] = lambda waited: None):
+def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[float], None] = lambda waited: None,
+                         budget: TurnBudget | None = None):
     """The client's stream, read on a helper thread so that waiting can be reported and
     bounded: ``on_wait(seconds)`` every second after a few seconds of silence,
-    ModelTimeout after ``idle_s`` of it."""
+    ModelTimeout once the silences reach ``idle_s`` (with a ``budget``: what the turn has
+    left, and they are added to it). An abandoned request is hung up on (its connection
+    closed), which stops a server such as llama.cpp from generating on for nobody."""
     chunks: queue.Queue = queue.Queue()
     stream = client.stream(messages)
     done = object()
@@ -76,35 +80,62 @@ def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[flo
             chunks.put(exc)
         chunks.put(done)
 
+    allowance = budget.remaining() if budget else idle_s
+    spent_before = budget.waited_s if budget else 0.0
     threading.Thread(target=pump, daemon=True, name="ragkit-model-stream").start()
     last_heard = time.monotonic()
+    silent = 0.0  # this stream's silences before the current one
+    finished = False
     try:
         while True:
+            waited = time.monotonic() - last_heard
+            left = allowance - silent - waited
+            if left <= 0:
+                raise ModelTimeout(spent_before + silent + waited)
             try:
-                item = chunks.get(timeout=1.0)
+                item = chunks.get(timeout=min(1.0, left))
             except queue.Empty:
                 waited = time.monotonic() - last_heard
-                if waited >= idle_s:
-                    raise ModelTimeout(waited) from None
                 if waited >= WAIT_NOTICE_S:
-                    on_wait(waited)
+                    on_wait(spent_before + silent + waited)
                 continue
+            gap = time.monotonic() - last_heard
+            silent += gap
+            if budget:
+                budget.spend(gap)
+            last_heard = time.monotonic()
             if item is done:
+                finished = True
                 return
             if isinstance(item, (TimeoutError, openai.APITimeoutError)):
-                raise ModelTimeout(time.monotonic() - last_heard) from item  # the client's own timeout came first
+                raise ModelTimeout(spent_before + silent) from item  # the client's own timeout came first
             if isinstance(item, Exception):
                 raise item
-            last_heard = time.monotonic()
             yield item
+    except ModelTimeout:
+        if budget:
+            budget.spend(time.monotonic() - last_heard)
+        raise
     finally:
+        if not finished:
+            hang_up(client)
         try:
-            stream.close()  # hang up: a server that ignores max_tokens would otherwise generate on
-        except Exception:
+            stream.close()
+        except Exception:  # still running on the helper thread: hang_up ends it
             pass
 
 
-def read_answer(client, messages, settings: Settings, write: EventWriter) -> tuple[str, dict]:
+def hang_up(client) -> None:
+    """Close the client's connections: an unfinished request ends (the server sees the
+    client leave). The client is made again for the next call (``ModelClients.answering``)."""
+    try:
+        client.root_client.close()
+    except Exception:  # not an OpenAI client (a test's), or already closed
+        pass
+
+
+def read_answer(client, messages, settings: Settings, write: EventWriter,
+                budget: TurnBudget | None = None) -> tuple[str, dict]:
     """The model's answer text and token usage, each new piece sent as a ``token`` event,
     until the model finishes, echoes the prompt or reaches the answer-token limit (counted
     in tokens, not chunks); usage["truncated"] when it was stopped before its end (the
@@ -112,7 +143,7 @@ def read_answer(client, messages, settings: Settings, write: EventWriter) -> tup
     StreamBroken when the stream ends without a finish reason."""
     text, usage, finished = "", {}, False
     waiting = lambda waited: write(status(f"Waiting for the model… {waited:.0f} s"))  # noqa: E731
-    for chunk in stream_with_deadline(client, messages, settings.llm_timeout_s, waiting):
+    for chunk in stream_with_deadline(client, messages, settings.llm_timeout_s, waiting, budget):
         piece = chunk.content if isinstance(chunk.content, str) else ""
         if getattr(chunk, "usage_metadata", None):
             usage = dict(chunk.usage_metadata) | {k: v for k, v in usage.items() if k == "truncated"}  # after the end

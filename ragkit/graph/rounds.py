@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -27,8 +28,9 @@ from ..passages import Hit
 from ..retrieval import SearchFilters
 from ..text import search_tokens
 from . import events, prompts
+from .budget import structured_reply
 from .context import RagContext
-from .model_io import short, structured_text
+from .model_io import short
 from .retriever import PassageRetriever
 from .state import RagState, add_time, step
 
@@ -101,8 +103,10 @@ def rewrite_query(state: RagState, runtime: Runtime[RagContext]) -> dict:
     context = runtime.context
     query, how = next_query(state), "offline"
     choice = context.choice(state)
-    if context.models.judges(choice):
+    if context.models.judges(choice, context.budget):
         query, how = model_search_query(context, choice, state, query)
+    if not query:  # nothing untried is left and the model gave none: never search for ""
+        return {"query": "", "trace": step("No other search", f"every query was tried ({how})")}
     runtime.stream_writer(events.status("Searching again with a rewritten query"))
     update = {"query": query}
     if query in state.alternatives:  # now the question as understood
@@ -117,13 +121,18 @@ def model_search_query(context: RagContext, choice: ModelChoice, state: RagState
     messages = [SystemMessage(prompts.SEARCH_REWRITE_SYSTEM),
                 HumanMessage(f"Question: {state.standalone_question}\nQueries tried: {state.queries}")]
     try:
-        query = clean_rewrite(structured_text(context.models.judging(choice), messages, "standalone_question"))
+        query = clean_rewrite(structured_reply(context, choice, messages, "standalone_question"))
     except Exception as exc:
-        context.models.judge_failed(choice)
+        context.models.judge_failed(choice, short(exc))
         return fallback, f"offline; the model's query was unusable ({short(exc)})"
     if not query or query in state.queries or not set(search_tokens(query)):
-        return fallback or state.standalone_question, "offline; the model's query was empty or already tried"
+        return fallback, "offline; the model's query was empty or already tried"
     return query, f"by {choice.model}"
+
+
+def after_rewrite(state: RagState) -> Literal["retrieve", "not_found"]:
+    """Search again with the new query; say "not found" when there is none."""
+    return "retrieve" if state.query else "not_found"
 
 
 def filter_words(filters: SearchFilters) -> str:

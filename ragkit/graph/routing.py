@@ -21,9 +21,10 @@ from langgraph.runtime import Runtime
 from ..contextualize import Exchange, clean_rewrite, needs_context, plausible_rewrite, rewrite_options
 from ..llm import ModelChoice
 from . import events, prompts
+from .budget import structured_reply
 from .context import RagContext
 from .grading import PASSAGES_GRADED, coverage
-from .model_io import short, structured_text
+from .model_io import short
 from .state import RagState, elapsed_ms, step
 
 log = logging.getLogger(__name__)
@@ -55,10 +56,10 @@ def contextualize(state: RagState, runtime: Runtime[RagContext]) -> dict:
     offline, how, options = offline_rewrite(context, question, history)
     rewritten = offline
     choice = context.choice(state)
-    if context.models.judges(choice):
+    if context.models.judges(choice, context.budget):
         rewritten, how = model_rewrite(context, choice, question, history, offline)
     elif choice.generated:
-        how += f" ({choice.model} gave no usable structured reply twice: not asked again)"
+        how += f" ({choice.model} not asked: {context.models.why_not_judging(choice)})"
     if rewritten != question:
         runtime.stream_writer(events.standalone(rewritten))
     detail = f"“{rewritten}” ({how})" if rewritten != question else "the question is complete: kept as asked"
@@ -104,10 +105,10 @@ def model_rewrite(context: RagContext, choice: ModelChoice, question: str, histo
     messages = [SystemMessage(prompts.CONTEXTUALIZE_SYSTEM),
                 HumanMessage(f"Conversation:\n{conversation}\n\nLatest question: {question}")]
     try:
-        text = structured_text(context.models.judging(choice), messages, "standalone_question")
+        text = structured_reply(context, choice, messages, "standalone_question")
     except Exception as exc:
         log.info("model rewrite unusable: %s", exc)
-        context.models.judge_failed(choice)
+        context.models.judge_failed(choice, short(exc))
         return offline, f"the model's rewrite failed ({short(exc)}): used the offline rewrite"
     rewrite = clean_rewrite(text)
     problem = plausible_rewrite(rewrite, question, history)

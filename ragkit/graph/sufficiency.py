@@ -16,9 +16,10 @@ from langgraph.runtime import Runtime
 from ..llm import ModelChoice
 from ..passages import Hit
 from . import prompts
+from .budget import structured_reply
 from .context import RagContext
 from .grading import EvidenceVerdict, Grade, grade_offline
-from .model_io import short, structured_text
+from .model_io import short
 from .rounds import next_query
 from .state import GradedRound, RagState, add_time, step
 
@@ -36,7 +37,7 @@ def grade(state: RagState, runtime: Runtime[RagContext]) -> dict:
                             context.settings)
     verdict = offline
     choice = context.choice(state)
-    if context.models.judges(choice) and hits:
+    if context.models.judges(choice, context.budget) and hits:
         verdict = model_grade(context, choice, question, hits, offline)
     judged = "sufficient" if verdict.sufficient else "not sufficient"
     detail = f"{verdict.reason}; score {verdict.score:.2f} against {verdict.threshold:.2f}: {judged} ({verdict.by})"
@@ -56,10 +57,10 @@ def model_grade(context: RagContext, choice: ModelChoice, question: str, hits: l
                 HumanMessage(f"{prompts.format_sources(packed)}\n\nQuestion: {question}")]
     try:
         verdict = EvidenceVerdict.model_validate_json(
-            structured_text(context.models.judging(choice), messages, None, EvidenceVerdict))
+            structured_reply(context, choice, messages, None, EvidenceVerdict))
     except Exception as exc:
         log.info("model grade unusable: %s", exc)
-        context.models.judge_failed(choice)
+        context.models.judge_failed(choice, short(exc))
         return Grade(offline.score, offline.threshold, f"offline; the model's verdict was unusable ({short(exc)})",
                      offline.reason)
     score = 1.0 if verdict.sufficient else 0.0
@@ -75,6 +76,6 @@ def after_grade(state: RagState, runtime: Runtime[RagContext]) -> Literal[
     if state.grade.sufficient or context.always_answer:
         return "generate" if choice.generated else "extract"
     rounds_left = len(state.queries) <= context.settings.retrieval_retries
-    if rounds_left and (next_query(state) or context.models.judges(choice)):
+    if rounds_left and (next_query(state) or context.models.judges(choice, context.budget)):
         return "rewrite_query"
     return "not_found"
