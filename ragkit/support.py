@@ -311,9 +311,12 @@ def chinese_words(sentence: str) -> list[tuple[str, bool]]:
     key item: a noun by jieba's tags (a person, place, organisation or thing: Chinese has no
     capitals to tell names from other nouns), or a word its dictionary does not know (new
     words are mostly names)."""
+    runs = re.findall(f"[{CJK_CHAR}]+", normalise(sentence))
+    if not runs:
+        return []
     tagger, dictionary = _jieba_tagger()
     words = []
-    for run in re.findall(f"[{CJK_CHAR}]+", normalise(sentence)):
+    for run in runs:
         for pair in tagger.cut(run):
             word, flag = pair.word, pair.flag
             if word in CHINESE_STOPWORDS or not _CJK_RE.search(word) or flag in ("m", "q", "x", "u", "p", "c", "y"):

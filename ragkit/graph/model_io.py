@@ -103,7 +103,6 @@ def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[flo
             silent += gap
             if budget:
                 budget.spend(gap)
-            last_heard = time.monotonic()
             if item is done:
                 finished = True
                 return
@@ -112,6 +111,7 @@ def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[flo
             if isinstance(item, Exception):
                 raise item
             yield item
+            last_heard = time.monotonic()  # the reader's own work (checking sentences) is not waiting
     except ModelTimeout:
         if budget:
             budget.spend(time.monotonic() - last_heard)
