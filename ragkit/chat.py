@@ -17,6 +17,7 @@ from .errors import AnswerFailed, QuestionError, RagkitError
 from .graph import RagContext, TurnInput, build_graph, events
 from .graph.budget import TurnBudget
 from .graph.events import ChatEvent
+from .graph.state import CHAT_MODES
 from .history import HistoryManager, Turn, validate_session_id
 from .kb import KnowledgeBase
 from .llm import ModelChoice, ModelClients, ModelStatus, model_status
@@ -67,11 +68,20 @@ class ChatEngine:
         """The model a conversation answers with: its own choice, else the default."""
         return self.clients.choice(self.history.session_model(session_id) if self.history.exists(session_id) else None)
 
-    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None) -> TurnInput:
+    def mode_for(self, session_id: str) -> str:
+        """The answer mode of a conversation: its own choice, else ``settings.chat_mode``."""
+        chosen = self.history.session_mode(session_id) if self.history.exists(session_id) else None
+        return chosen or self.settings.chat_mode
+
+    def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None,
+               mode: str | None = None) -> TurnInput:
         validate_session_id(session_id)
         question = check_question(question)
         choice = self.clients.choice(model) if model else self.model_for(session_id)
+        if mode is not None and mode not in CHAT_MODES:
+            raise QuestionError(f"unknown answer mode {mode!r}: choose one of {', '.join(CHAT_MODES)}")
         return TurnInput(
+            chat_mode=mode or self.mode_for(session_id),
             session_id=session_id,
             question=question,
             filters=filters if filters and not filters.is_empty() else None,
@@ -81,13 +91,14 @@ class ChatEngine:
         )
 
     def stream(self, session_id: str, question: str, filters: SearchFilters | None = None,
-               model: str | None = None) -> Iterator[ChatEvent]:
+               model: str | None = None, mode: str | None = None) -> Iterator[ChatEvent]:
         """Run one turn, yielding its events (``graph/events.py``); the last is ``done``,
         with the recorded Turn.
 
         ``model`` is a model choice id (see ``llm.chat_models``); by default the
-        conversation's own choice, else the first configured model."""
-        state = self._input(session_id, question, filters, model)
+        conversation's own choice, else the first configured model. ``mode`` is
+        "default" or "agentic"; by default the conversation's own, else the setting's."""
+        state = self._input(session_id, question, filters, model, mode)
         final: dict = {}
         try:
             context = replace(self.context, budget=TurnBudget(self.settings.llm_timeout_s))
@@ -105,10 +116,10 @@ class ChatEngine:
         yield events.done(final["turn"])
 
     def ask(self, session_id: str, question: str, filters: SearchFilters | None = None,
-            model: str | None = None) -> Turn:
+            model: str | None = None, mode: str | None = None) -> Turn:
         """Run one turn and return the recorded Turn."""
         turn = None
-        for event in self.stream(session_id, question, filters, model):
+        for event in self.stream(session_id, question, filters, model, mode):
             if event["type"] == "done":
                 turn = event["turn"]
         return turn

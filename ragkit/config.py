@@ -131,6 +131,16 @@ class Settings(BaseSettings):
         default=0.615, ge=0, le=1, description="similarity of an English question to the closest sentence")
     retrieval_retries: int = Field(default=2, ge=0, le=2, description="extra searches when the evidence is weak")
 
+    # agentic mode (issue 16): route, decomposition, hop following, sufficiency per part
+    chat_mode: Literal["default", "agentic"] = Field(
+        default="default", description="answer mode of new conversations: default (one search, retries when weak) "
+        "or agentic (small talk answered directly; comparisons searched per side; hops followed)")
+    agentic_rounds: int = Field(default=3, ge=1, le=10, description="agentic mode: most retrieval rounds a question "
+                                "takes (a round follows the bridges the previous one found)")
+    agentic_bridges: int = Field(default=2, ge=1, le=10, description="agentic mode: most bridges (names that lead "
+                                 "to another passage) followed per round")
+    agentic_evidence: int = Field(default=8, ge=1, le=50, description="agentic mode: most passages an answer draws on")
+
     @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", mode="before")
     @classmethod
     def _blank_is_none(cls, value):

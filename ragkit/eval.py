@@ -367,3 +367,123 @@ def run_identifiers(count: int, settings: Settings | None = None, limit: int | N
         "top1_alone_without_vector": share("alone", True), "top1_sentence_without_vector": share("sentence", True),
         "search_p50_ms": round(percentile(latencies, 0.5), 2), "ingest_seconds": round(ingest_seconds, 2),
     }
+
+
+@dataclass
+class MultihopItem:
+    """One question of a HotpotQA-format ("distractor") file."""
+
+    id: str
+    question: str
+    answer: str
+    kind: str  # bridge | comparison
+    lang: str
+    gold_titles: list[str]
+
+
+def read_multihop(path: str | Path) -> tuple[dict[str, str], list[MultihopItem]]:
+    """Every distinct title's document text (title line, then its sentences) and the items."""
+    payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    documents: dict[str, str] = {}
+    items = []
+    for row in payload:
+        for title, sentences in row["context"]:
+            joiner = "" if row.get("lang") == "zh" else " "
+            documents.setdefault(title, title + "\n" + joiner.join(s.strip() for s in sentences))
+        gold = list(dict.fromkeys(title for title, _ in row["supporting_facts"]))
+        items.append(MultihopItem(row["_id"], row["question"], row["answer"], row.get("type", "bridge"),
+                                  row.get("lang", "en"), gold))
+    return documents, items
+
+
+def normalise_answer(text: str) -> str:
+    """Lower case, no punctuation, articles or spaces: how a gold answer is looked for."""
+    import re
+
+    text = re.sub(r"\b(a|an|the)\b", " ", text.lower())
+    return re.sub(r"[\W_]+", "", text)
+
+
+YES = {"en": ("yes",), "zh": ("是",)}
+NO = {"en": ("no",), "zh": ("否", "不是")}
+
+
+def comparison_verdict(answer: str, lang: str) -> str | None:
+    """The answer's decision on a comparison (its first words): a name, yes or no, or None
+    when it only shows the two facts."""
+    import re
+
+    first = re.split(r"[.。:：,，\[]", answer.strip(), maxsplit=1)[0].strip()
+    return first or None
+
+
+def run_multihop(path: str | Path, settings: Settings | None = None, limit: int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None, embedder=None) -> dict:
+    """Every question of a HotpotQA-format file through the chat graph (a fresh session
+    each, the mode of ``settings.chat_mode``, answering whatever the grade says) over a
+    corpus of every distinct title as one document. Evidence = the passages handed to the
+    answerer (its sources)."""
+    documents, items = read_multihop(path)
+    items = items[:limit] if limit else items
+    report = progress or (lambda stage, done, total: None)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ragkit-eval-") as tmp:
+        from .kb import IngestItem
+
+        base = EvalBase(settings, tmp, embedder)
+        titles = list(documents)
+        on_ingest = _counter(report, "ingest", len(titles))
+        results = base.kb.ingest_many([IngestItem.of(documents[t].encode("utf-8"), _filename(t), progress=on_ingest)
+                                       for t in titles])
+        title_of = {r.document.id: t for t, r in zip(titles, results) if r.document is not None}
+        engine = base.engine(always_answer=True)
+        for number, item in enumerate(items):
+            started = time.perf_counter()
+            turn = engine.ask(f"m{number}", item.question)
+            latency = (time.perf_counter() - started) * 1000
+            evidence = [title_of.get(source.doc_id, source.title) for source in turn.sources]
+            found = sum(title in evidence for title in item.gold_titles)
+            rounds = sum(1 for step in turn.trace if step.step == "Searched" or step.step.startswith("Round "))
+            rows.append({"item": item, "recall": found / len(item.gold_titles), "passages": len(turn.sources),
+                         "contains": normalise_answer(item.answer) in normalise_answer(turn.answer),
+                         "verdict": comparison_verdict(turn.answer, item.lang) if item.kind == "comparison" else None,
+                         "rounds": rounds, "latency": latency})
+            report("ask", number + 1, len(items))
+        base.kb.close()
+    summary = {"dataset": Path(path).name, "questions": len(rows), "documents": len(documents),
+               "mode": (settings or Settings()).chat_mode}
+    summary.update(_multihop_keys(rows))
+    for lang in sorted({row["item"].lang for row in rows}):
+        summary[lang] = _multihop_keys([row for row in rows if row["item"].lang == lang])
+    return summary
+
+
+def _filename(title: str) -> str:
+    return title.replace("/", "∕").replace("\\", "∖") + ".txt"
+
+
+def _multihop_keys(rows: list[dict]) -> dict:
+    bridge = [row for row in rows if row["item"].kind == "bridge"]
+    comparison = [row for row in rows if row["item"].kind == "comparison"]
+
+    def right(row) -> bool | None:
+        verdict = row["verdict"]
+        gold = normalise_answer(row["item"].answer)
+        if verdict is None:
+            return None
+        said = normalise_answer(verdict)
+        decided = said in {normalise_answer(w) for w in (*YES["en"], *NO["en"], *YES["zh"], *NO["zh"])} or \
+            any(normalise_answer(side) == said for side in row["item"].gold_titles)
+        return (said == gold) if decided else None
+
+    verdicts = [right(row) for row in comparison]
+    decided = [v for v in verdicts if v is not None]
+    return {
+        "evidence_all_found": round(sum(row["recall"] == 1.0 for row in rows) / max(len(rows), 1), 4),
+        "evidence_recall": round(statistics.fmean(row["recall"] for row in rows) if rows else 0.0, 4),
+        "evidence_passages_mean": round(statistics.fmean(row["passages"] for row in rows) if rows else 0.0, 2),
+        "answer_contains": round(sum(row["contains"] for row in bridge) / len(bridge), 4) if bridge else None,
+        "comparison_correct": round(sum(decided) / len(comparison), 4) if decided else None,
+        "rounds_mean": round(statistics.fmean(row["rounds"] for row in rows) if rows else 0.0, 2),
+        "latency_p50_ms": round(percentile([row["latency"] for row in rows], 0.5), 1),
+    }

@@ -5,7 +5,7 @@
     hits = kb.search("what was the Q3 revenue?", k=5)
 
 It is also what the chat graph searches through (``graph.retriever.PassageRetriever``:
-``search``, ``search_document``, ``idf``, ``embed_sentences``).
+``search``, ``search_document``, ``idf``, ``embed_sentences``, ``document_titles``).
 
 A thin facade over four parts, each in its own module: the catalog (documents,
 versions, tags and passages: ``catalog``), the vector store (``vectors``), the indexer
@@ -68,6 +68,7 @@ class KnowledgeBase:
         self.retriever = Retriever(settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
         self._seen_revision = -1
+        self._titles: tuple[int, dict[str, str]] = (-1, {})
         self._open(refuse_unknown)
 
     @classmethod
@@ -236,6 +237,13 @@ class KnowledgeBase:
     def idf(self, text: str) -> dict[str, float]:
         """Inverse document frequency of the search tokens of ``text`` over all passages."""
         return self.lexical.idf(search_tokens(text))
+
+    def document_titles(self) -> dict[str, str]:
+        """Every document's title → its id (read again only after the catalog changed)."""
+        revision = self.catalog.counters()[0]
+        if self._titles[0] != revision:
+            self._titles = (revision, {doc.title: doc.id for doc in self.catalog.documents() if doc.title})
+        return self._titles[1]
 
     def embed_sentences(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of short texts (a question, candidate sentences), each computed once and

@@ -1,6 +1,10 @@
 """Assembles the conversational RAG graph. Design note for whoever adds to it:
 
-    START → route ─(knowledge base)→ contextualize → retrieve → focus → grade
+    START → route ─(knowledge base)→ contextualize ─(default)→ retrieve → focus → grade
+          route ─(agentic: small talk, thanks, about the app)→ direct → record
+          contextualize ─(agentic)→ plan → hop_round ⟲ (bridges left, rounds left)
+          hop_round ─┬─ a chain of hops or a comparison → extract_hops → record (or generate)
+                     └─ a single hop ──────────────────→ grade (the default path from here)
     grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
            ├─ enough, offline ──→ extract ──→ check_citations ───→ record
@@ -15,7 +19,9 @@ of the state returning the next node's name:
 - ``context.py``: ``RagContext``, the run's configuration and dependencies (settings,
   passages, history, model clients); ``retriever.py``: ``PassageRetriever``, the only way
   nodes reach passages (``KnowledgeBase`` satisfies it; the graph never imports ``kb``);
-- ``routing.py``: ``route`` (the path: today only the knowledge base) and ``contextualize``;
+- ``routing.py``: ``route`` (the knowledge base, or in agentic mode ``direct``), ``direct``
+  and ``contextualize``;
+- ``hops.py`` (agentic mode, with ``decompose.py``): ``plan``, ``hop_round``, ``extract_hops``;
 - ``rounds.py``: ``retrieve``, ``focus`` (the answer policy), ``rewrite_query``;
 - ``sufficiency.py``: ``grade`` and ``after_grade``, over the measures of ``grading.py``;
 - ``answering.py``: ``extract``, ``generate``, ``check_citations`` (with ``checks.py``),
@@ -41,9 +47,10 @@ from langgraph.graph import END, START, StateGraph
 
 from .answering import after_generate, check_citations, extract, generate, not_found
 from .context import RagContext
+from .hops import after_hop, extract_hops, hop_round, plan
 from .recording import record
 from .rounds import after_rewrite, focus, retrieve, rewrite_query
-from .routing import ROUTES, after_route, contextualize, route
+from .routing import ROUTES, after_contextualize, after_route, contextualize, direct, route
 from .state import RagState, TurnInput
 from .sufficiency import after_grade, grade
 
@@ -51,12 +58,16 @@ from .sufficiency import after_grade, grade
 def build_graph():
     """Compile the conversational RAG graph (run it with ``context=RagContext(...)``)."""
     graph = StateGraph(RagState, input_schema=TurnInput, context_schema=RagContext)
-    for node in (route, contextualize, retrieve, focus, grade, rewrite_query, extract, generate, check_citations,
-                 not_found, record):
+    for node in (route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade, rewrite_query,
+                 extract, generate, check_citations, not_found, record):
         graph.add_node(node)
     graph.add_edge(START, "route")
-    graph.add_conditional_edges("route", after_route, list(ROUTES.values()))
-    graph.add_edge("contextualize", "retrieve")
+    graph.add_conditional_edges("route", after_route, sorted(set(ROUTES.values())))
+    graph.add_edge("direct", "record")
+    graph.add_conditional_edges("contextualize", after_contextualize, ["plan", "retrieve"])
+    graph.add_edge("plan", "hop_round")
+    graph.add_conditional_edges("hop_round", after_hop, ["hop_round", "extract_hops", "generate", "grade"])
+    graph.add_edge("extract_hops", "record")
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")
     graph.add_conditional_edges("grade", after_grade, ["extract", "generate", "rewrite_query", "not_found"])

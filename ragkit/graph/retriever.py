@@ -1,7 +1,7 @@
 """What the nodes need of a knowledge base: the one way they reach passages.
 
 ``KnowledgeBase`` satisfies this protocol (``ChatEngine`` hands it in); a test, or a
-source that is not a knowledge base, can be any object with these four methods. The graph
+source that is not a knowledge base, can be any object with these five methods. The graph
 never imports the knowledge base, so the arrow points one way: ``kb`` → ``graph``'s callers.
 """
 
@@ -34,4 +34,9 @@ class PassageRetriever(Protocol):
     def embed_sentences(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of short texts (a question and candidate sentences), one row each;
         remembered, so grading and quoting the same sentences embed them once."""
+        ...
+
+    def document_titles(self) -> dict[str, str]:
+        """Every document's title → its id: agentic mode follows a passage that names
+        another document to that document (``decompose.mentioned_titles``)."""
         ...

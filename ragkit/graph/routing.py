@@ -1,9 +1,9 @@
 """Where a question goes, and what it asks: the nodes before the first search.
 
-- ``route`` decides the path. Today every question goes to the knowledge base; a route
-  that answers without retrieval (small talk, thanks, questions about the app) is a new
-  entry in ``ROUTES``, a rule (or a model's structured verdict) in ``route``, and a node
-  of its own in ``build.py``.
+- ``route`` decides the path. In default mode every question goes to the knowledge base;
+  in agentic mode small talk, thanks and questions about the app itself are answered by
+  ``direct`` without retrieval (offline by the rules of ``direct_route``; with a model by
+  its structured verdict, the rule when the reply is unusable).
 - ``contextualize`` makes a follow-up standalone ("What about its height?" → "What about
   Skerry Point Lighthouse's height?"), offline from the previous question's subject, or by
   the conversation's model when it gives a usable rewrite.
@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 
 from ..contextualize import Exchange, clean_rewrite, needs_context, plausible_rewrite, rewrite_options
 from ..llm import ModelChoice
@@ -25,23 +27,82 @@ from .budget import structured_reply
 from .context import RagContext
 from .grading import PASSAGES_GRADED, coverage
 from .model_io import short
-from .state import RagState, elapsed_ms, step
+from .state import RagState, elapsed_ms, language, step
 
 log = logging.getLogger(__name__)
 SUBJECT_MARGIN = 0.15  # how much better other evidence must be to win over the likeliest subject's
 
 # route -> the first node of its path
-ROUTES = {"knowledge_base": "contextualize"}
+ROUTES = {"knowledge_base": "contextualize", "small_talk": "direct", "thanks": "direct", "about_app": "direct"}
+
+_END = r"[\s!！.。,，~～?？]*$"
+DIRECT_RULES = {  # whole messages only: "hi, who founded Acme?" is a question
+    "small_talk": re.compile(r"(?i)^(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening)|"
+                             r"how are you(?: doing)?|"
+                             r"hi there|hello there|你好|您好|嗨|哈喽|早上好|下午好|晚上好|你好吗)" + _END),
+    "thanks": re.compile(r"(?i)^(?:(?:ok(?:ay)?|great|cool|perfect)[,!. ]*)?(?:thanks?(?: you)?(?: (?:so|very) much)?|"
+                         r"thx|ty|cheers|much appreciated|bye|goodbye|see you|"
+                         r"谢谢(?:你|您)?|多谢|感谢|非常感谢|再见|拜拜)"
+                         + _END),
+    "about_app": re.compile(r"(?i)^(?:who are you|what are you|what can you do|what do you do|help|"
+                            r"how (?:do|can) i (?:use (?:you|this|ragkit)|add|upload) ?(?:documents?|files?)?|"
+                            r"what is ragkit|你是谁|你能做什么|你会做什么|帮助|怎么(?:用|上传文档|添加文档))" + _END),
+}
+
+
+class RouteVerdict(BaseModel):
+    """A model's choice of path for a message."""
+
+    route: Literal["knowledge_base", "small_talk", "thanks", "about_app"]
+
+
+def direct_route(question: str) -> str:
+    """The rule: a message that is only a greeting, thanks or a question about the app
+    takes that route; anything else goes to the knowledge base."""
+    text = question.strip()
+    return next((name for name, rule in DIRECT_RULES.items() if rule.match(text)), "knowledge_base")
 
 
 def route(state: RagState, runtime: Runtime[RagContext]) -> dict:
-    """Choose the question's path: today, always the knowledge base."""
-    return {"route": "knowledge_base"}
+    """Choose the question's path: default mode always searches; agentic mode answers
+    small talk, thanks and questions about the app directly."""
+    if state.chat_mode != "agentic":
+        return {"route": "knowledge_base"}
+    context = runtime.context
+    chosen, how = direct_route(state.question), "offline rule"
+    choice = context.choice(state)
+    if context.models.judges(choice, context.budget) and not state.history:
+        messages = [SystemMessage(prompts.ROUTE_SYSTEM), HumanMessage(state.question)]
+        try:
+            chosen = RouteVerdict.model_validate_json(
+                structured_reply(context, choice, messages, None, RouteVerdict)).route
+            how = f"by {choice.model}"
+        except Exception as exc:
+            context.models.judge_failed(choice, short(exc))
+            how = f"offline rule; the model's verdict was unusable ({short(exc)})"
+    where = "the knowledge base" if chosen == "knowledge_base" else f"answered directly ({chosen.replace('_', ' ')})"
+    return {"route": chosen, "trace": step("Routed", f"{where} ({how})")}
 
 
-def after_route(state: RagState) -> Literal["contextualize"]:
+def after_route(state: RagState) -> Literal["contextualize", "direct"]:
     """The first node of the chosen path."""
     return ROUTES[state.route]
+
+
+def direct(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Answer small talk, thanks or a question about the app without retrieval, saying so."""
+    lang = language(state)
+    text = prompts.DIRECT_REPLIES[state.route][lang] + prompts.DIRECT_NOTE[lang]
+    runtime.stream_writer(events.sources([], True))
+    runtime.stream_writer(events.token(text))
+    return {"answer": text, "sources": [], "closest": [], "found": True, "mode": "direct", "model": "",
+            "standalone_question": state.question, "usage": {},
+            "trace": step("Answered directly", "no search: " + state.route.replace("_", " "))}
+
+
+def after_contextualize(state: RagState) -> Literal["plan", "retrieve"]:
+    """Agentic mode plans its rounds; default mode searches once."""
+    return "plan" if state.chat_mode == "agentic" else "retrieve"
 
 
 def contextualize(state: RagState, runtime: Runtime[RagContext]) -> dict:

@@ -22,7 +22,9 @@ from ..retrieval import SearchFilters
 from ..text import is_cjk_text
 from .grading import Grade
 
-AnswerMode = Literal["extractive", "llm", "not_found"]
+AnswerMode = Literal["extractive", "llm", "not_found", "direct"]
+ChatMode = Literal["default", "agentic"]
+CHAT_MODES: tuple[str, ...] = ("default", "agentic")
 
 
 def merge_dicts(left: dict | None, right: dict | None) -> dict:
@@ -40,6 +42,36 @@ class GradedRound:
     question: str  # the question as understood in that round
 
 
+@dataclass(frozen=True)
+class HopLink:
+    """A passage on the way to a multi-hop answer: found for ``entity``, a name the passage
+    ``from_id`` holds ("" for a passage the question itself led to)."""
+
+    entity: str
+    hit: Hit
+    from_id: str
+    round: int
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A name found in the evidence that the next round searches: a document's title
+    (``doc_id`` set: that document is searched) or another name (the whole knowledge base)."""
+
+    entity: str
+    from_id: str
+    doc_id: str = ""
+
+
+@dataclass(frozen=True)
+class PartVerdict:
+    """Whether the evidence covers one part of the question (a sub-question, or the last hop)."""
+
+    part: str
+    sufficient: bool
+    reason: str
+
+
 @dataclass(kw_only=True)
 class TurnInput:
     """One question as the caller hands it to the graph."""
@@ -49,6 +81,7 @@ class TurnInput:
     filters: SearchFilters | None = None  # None: the whole knowledge base
     model_id: str | None = None  # the conversation's model choice (None: the default; "extractive": offline)
     history: list[Exchange] = field(default_factory=list)  # earlier turns, oldest first, trimmed to the budget
+    chat_mode: ChatMode = "default"  # the conversation's mode (see routing and hops)
 
 
 @dataclass(kw_only=True)
@@ -65,6 +98,14 @@ class RagState(TurnInput):
     hits: list[Hit] = field(default_factory=list)  # the current round's passages
     grade: Grade | None = None  # the current round's grade
     best: GradedRound | None = None  # the best-graded round so far
+    # agentic rounds (hops.py)
+    sub_questions: list[str] = field(default_factory=list)  # ordered, self-contained parts (a comparison's sides)
+    links: list[HopLink] = field(default_factory=list)  # the passages each round added on the way, in order
+    bridges: list[Bridge] = field(default_factory=list)  # what the next round searches
+    followed: list[str] = field(default_factory=list)  # every bridge searched so far
+    evidence: list[Hit] = field(default_factory=list)  # every round's passages merged by id, best score kept
+    rounds: int = 0
+    parts: list[PartVerdict] = field(default_factory=list)  # the last round's sufficiency per part
     # answer
     answer: str = ""
     sources: list[Source] = field(default_factory=list)
