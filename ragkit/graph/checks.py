@@ -119,14 +119,3 @@ def add_attributions(answer: str, checks: list[SentenceCheck]) -> str:
         if check.attributed and check.text in answer:
             answer = answer.replace(check.text, f"{check.text.rstrip()}[{check.cited[0]}]", 1)
     return answer
-
-
-UNSUPPORTED_FLAG = {"en": " *(not found in the cited passage)*", "zh": " *（引用的段落中没有这句话的依据）*"}
-
-
-def flag_unsupported(answer: str, checks: list[SentenceCheck], language: str) -> str:
-    """The answer with each unsupported sentence marked as such."""
-    for check in checks:
-        if not check.supported and check.text in answer:
-            answer = answer.replace(check.text, check.text + UNSUPPORTED_FLAG[language], 1)
-    return answer
