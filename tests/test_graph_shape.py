@@ -11,21 +11,25 @@ from pathlib import Path
 import pytest
 
 from ragkit import errors
-from ragkit.graph import answering, build_graph, events, model_io, recording, rounds, routing, sufficiency
+from ragkit.graph import answering, build_graph, events, hops, model_io, recording, rounds, routing, sufficiency
 from ragkit.graph.retriever import PassageRetriever
 from ragkit.graph.state import RagState
 from ragkit.kb import KnowledgeBase
 
 GRAPH = Path(__file__).resolve().parents[1] / "ragkit" / "graph"
-NODE_MODULES = (routing, rounds, sufficiency, answering, recording)
+NODE_MODULES = (routing, hops, rounds, sufficiency, answering, recording)
 
 
 def test_the_graph_has_these_edges_and_routes():
     drawn = build_graph().get_graph()
     edges = {(edge.source, edge.target, edge.conditional) for edge in drawn.edges}
     assert edges == {
-        ("__start__", "route", False), ("route", "contextualize", True),
-        ("contextualize", "retrieve", False), ("retrieve", "focus", False), ("focus", "grade", False),
+        ("__start__", "route", False), ("route", "contextualize", True), ("route", "direct", True),
+        ("direct", "record", False),
+        ("contextualize", "retrieve", True), ("contextualize", "plan", True), ("plan", "hop_round", False),
+        ("hop_round", "hop_round", True), ("hop_round", "extract_hops", True), ("hop_round", "generate", True),
+        ("hop_round", "grade", True), ("extract_hops", "record", False),
+        ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),
         ("grade", "not_found", True), ("rewrite_query", "retrieve", False),
         ("generate", "check_citations", True), ("generate", "extract", True),
@@ -50,7 +54,7 @@ def test_the_graph_reaches_passages_only_through_the_retriever_protocol():
         assert not imported & {"kb", "ragkit.kb", "chat", "ragkit.chat"}, path.name
     protocol = {name for name, value in vars(PassageRetriever).items()
                 if inspect.isfunction(value) and not name.startswith("_")}
-    assert protocol == {"search", "search_document", "idf", "embed_sentences"}
+    assert protocol == {"search", "search_document", "idf", "embed_sentences", "document_titles"}
     assert all(callable(getattr(KnowledgeBase, name, None)) for name in protocol)
 
 
