@@ -14,7 +14,6 @@ from ragkit.errors import QuestionError
 from ragkit.eval import run_multihop
 from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
 from ragkit.graph.hops import merge_hits
-from ragkit.graph.routing import direct_route
 from ragkit.history import HistoryManager
 from ragkit.passages import Hit, Passage
 
@@ -148,7 +147,8 @@ def test_eval_multihop_reports_evidence_per_mode_and_language(settings, embedder
         {"_id": "1", "lang": "en", "type": "bridge", "question": "Which river flows through the hometown of the "
          "drummer of The Copper Finches?", "answer": "River Tamsley",
          "supporting_facts": [["The Copper Finches", 1], ["Jonah Peverell", 1], ["Eddlestowe", 1]],
-         "context": [["The Copper Finches", ["The Copper Finches are an indie band.", "Their drummer is Jonah Peverell."]],
+         "context": [["The Copper Finches", ["The Copper Finches are an indie band.",
+                                             "Their drummer is Jonah Peverell."]],
                      ["Jonah Peverell", ["Jonah Peverell is a drummer.", "He grew up in Eddlestowe."]],
                      ["Eddlestowe", ["Eddlestowe is a market town.", "The River Tamsley flows through it."]],
                      ["Jonah Pevensey", ["Jonah Pevensey was a pianist born on the River Ambel."]]]},

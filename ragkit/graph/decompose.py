@@ -27,7 +27,7 @@ from ..text import CJK_CHAR, is_cjk_text, search_tokens, split_sentences
 _EN_CHOICE = re.compile(r"^(?P<head>(?:which|who|what)\b[^,]*?),\s*(?P<a>.+?)\s+or\s+(?P<b>.+?)$", re.IGNORECASE)
 _EN_BOTH = re.compile(r"^(?:are|were|is|was|do|did|does|have|has)\s+(?:both\s+)?(?P<a>.+?)\s+and\s+(?P<tail>.+)$",
                       re.IGNORECASE)
-_ZH_CHOICE = re.compile(rf"^(?P<a>[^，,和与及跟]+?)(?:和|与|跟|及)(?P<b>[^，,]+?)[，,](?P<rest>.+)$")
+_ZH_CHOICE = re.compile(r"^(?P<a>[^，,和与及跟]+?)(?:和|与|跟|及)(?P<b>[^，,]+?)[，,](?P<rest>.+)$")
 _ZH_BOTH = re.compile(rf"^(?P<a>[{CJK_CHAR}A-Za-z0-9]+?)(?:和|与|跟)(?P<b>[{CJK_CHAR}A-Za-z0-9]+?)"
                       r"(?P<rest>(?:是否|是不是|都|的).+)$")
 _ZH_ROLE = re.compile(r"^(?:作曲家|诗人|画家|作家|歌手|乐队|公司|学校)")

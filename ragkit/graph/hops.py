@@ -282,8 +282,10 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
             "timings": add_time(state, "generate_ms", started)}
 
 
-_COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b|更|最|先|早|晚")
-_SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b|早|先|少|小|矮|短|低")
+_COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b"
+                          r"|更|最|先|早|晚")
+_SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b"
+                           r"|早|先|少|小|矮|短|低")
 _NUMBER = re.compile(r"\d[\d,.]*")
 
 

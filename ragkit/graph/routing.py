@@ -16,10 +16,9 @@ import re
 import time
 from typing import Literal
 
-from pydantic import BaseModel
-
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 
 from ..contextualize import Exchange, clean_rewrite, needs_context, plausible_rewrite, rewrite_options
 from ..llm import ModelChoice
@@ -37,10 +36,11 @@ ROUTES = {"knowledge_base": "contextualize", "small_talk": "direct", "thanks": "
 
 _END = r"[\s!！.。,，~～?？]*$"
 DIRECT_RULES = {  # whole messages only: "hi, who founded Acme?" is a question
-    "small_talk": re.compile(r"(?i)^(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening)|how are you(?: doing)?|"
-                             r"hi there|hello there|你好|您好|嗨|哈喽|早上好|下午好|晚上好|你好吗)" + _END),
+    "small_talk": re.compile(r"(?i)^(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening)|"
+                             r"how are you(?: doing)?|hi there|hello there|你好|您好|嗨|哈喽|早上好|下午好|晚上好|你好吗)" + _END),
     "thanks": re.compile(r"(?i)^(?:(?:ok(?:ay)?|great|cool|perfect)[,!. ]*)?(?:thanks?(?: you)?(?: (?:so|very) much)?|"
-                         r"thx|ty|cheers|much appreciated|bye|goodbye|see you|谢谢(?:你|您)?|多谢|感谢|非常感谢|再见|拜拜)"
+                         r"thx|ty|cheers|much appreciated|bye|goodbye|see you|"
+                         r"谢谢(?:你|您)?|多谢|感谢|非常感谢|再见|拜拜)"
                          + _END),
     "about_app": re.compile(r"(?i)^(?:who are you|what are you|what can you do|what do you do|help|"
                             r"how (?:do|can) i (?:use (?:you|this|ragkit)|add|upload) ?(?:documents?|files?)?|"
