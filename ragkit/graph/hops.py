@@ -76,13 +76,16 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
         links, evidence, queries, searched = bridge_round(state, context, number)
     all_links = [*state.links, *links]
     bridges = find_bridges(state, context, links, all_links)
-    parts = judge_parts(state, context, evidence, all_links)
+    single = not bridges and len(state.sub_questions) == 1 and all(link.round == 1 for link in all_links)
+    # a single hop goes to the default path's grade, which judges it: not graded twice
+    parts = [] if single else judge_parts(state, context, evidence, all_links)
     runtime.stream_writer(events.status(f"Round {number}: {len(evidence)} passages"))
     found = ", ".join(f"“{link.hit.title}”" for link in links) or "nothing new"
     next_up = ", ".join(f"“{b.entity}”" for b in bridges) or "none"
     trace = step(f"Round {number}", f"searched {searched}; reached {found}; bridges for the next round: {next_up}")
-    trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} ({p.reason})"
-                                           for p in parts))
+    if parts:
+        trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
+                                               f"({p.reason})" for p in parts))
     hits = answer_evidence(replace(state, links=all_links, evidence=evidence), context.settings.agentic_evidence)
     return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
             "hits": hits, "query": state.standalone_question,
