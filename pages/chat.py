@@ -73,6 +73,10 @@ def choose_model(session_id: str) -> None:
     history.set_session_model(session_id, st.session_state[f"model-{session_id}"])
 
 
+def choose_mode(session_id: str) -> None:
+    history.set_session_mode(session_id, st.session_state[f"mode-{session_id}"])
+
+
 def clear_filters(session_id: str) -> None:
     st.session_state[f"filter-docs-{session_id}"] = []
     st.session_state[f"filter-tags-{session_id}"] = []
@@ -127,6 +131,12 @@ with st.sidebar:
         st.selectbox("Answer with", ids, index=ids.index(current) if current in ids else 0,
                      format_func={choice.id: choice.label for choice in choices}.get, key=f"model-{session_id}",
                      on_change=choose_model, args=(session_id,), help="Remembered for this conversation")
+
+    modes = {"default": "Default: one search", "agentic": "Agentic: plans, follows hops, compares"}
+    current_mode = service.engine.mode_for(session_id)
+    st.selectbox("Answer mode", list(modes), index=list(modes).index(current_mode), format_func=modes.get,
+                 key=f"mode-{session_id}", on_change=choose_mode, args=(session_id,),
+                 help="Remembered for this conversation; new ones start in RAGKIT_CHAT_MODE")
 
     documents = service.kb.documents()
     st.markdown("#### Search only in…")

@@ -25,9 +25,10 @@ def test_the_graph_has_these_edges_and_routes():
     edges = {(edge.source, edge.target, edge.conditional) for edge in drawn.edges}
     assert edges == {
         ("__start__", "route", False), ("route", "contextualize", True), ("route", "direct", True),
-        ("direct", "record", False), ("contextualize", "retrieve", True), ("contextualize", "plan", True),
-        ("plan", "hop_round", False), ("hop_round", "hop_round", True), ("hop_round", "extract_hops", True),
-        ("hop_round", "generate", True), ("hop_round", "grade", True), ("extract_hops", "record", False),
+        ("direct", "record", False),
+        ("contextualize", "retrieve", True), ("contextualize", "plan", True), ("plan", "hop_round", False),
+        ("hop_round", "hop_round", True), ("hop_round", "extract_hops", True), ("hop_round", "generate", True),
+        ("hop_round", "grade", True), ("extract_hops", "record", False),
         ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),
         ("grade", "not_found", True), ("rewrite_query", "retrieve", True), ("rewrite_query", "not_found", True),

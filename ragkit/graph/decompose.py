@@ -85,7 +85,7 @@ def _side(text: str, keep_rest: bool = False) -> str:
 # a thing described through another.
 _EN_RELATION = re.compile(
     r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}?\w+\s+(?:of|that|which|who|whom|whose|where|by|on which|"
-    r"in which|at which)\b|\w'?s\s+[a-z]+\b", re.IGNORECASE)
+    r"in which|at which)\b|\w['’]s\s+[a-z]+\b", re.IGNORECASE)
 _ZH_RELATION = re.compile(r"的(?:那|这)?(?:个|位|座|所|家|部|条|首)?[\u4e00-\u9fff]{1,6}")
 
 

@@ -76,13 +76,16 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
         links, evidence, queries, searched = bridge_round(state, context, number)
     all_links = [*state.links, *links]
     bridges = find_bridges(state, context, links, all_links)
-    parts = judge_parts(state, context, evidence, all_links)
+    single = not bridges and len(state.sub_questions) == 1 and all(link.round == 1 for link in all_links)
+    # a single hop goes to the default path's grade, which judges it: not graded twice
+    parts = [] if single else judge_parts(state, context, evidence, all_links)
     runtime.stream_writer(events.status(f"Round {number}: {len(evidence)} passages"))
     found = ", ".join(f"“{link.hit.title}”" for link in links) or "nothing new"
     next_up = ", ".join(f"“{b.entity}”" for b in bridges) or "none"
     trace = step(f"Round {number}", f"searched {searched}; reached {found}; bridges for the next round: {next_up}")
-    trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} ({p.reason})"
-                                           for p in parts))
+    if parts:
+        trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
+                                               f"({p.reason})" for p in parts))
     hits = answer_evidence(replace(state, links=all_links, evidence=evidence), context.settings.agentic_evidence)
     return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
             "hits": hits, "query": state.standalone_question,
@@ -237,6 +240,7 @@ def answer_evidence(state: RagState, limit: int) -> list[Hit]:
     for link in (state.links if len(state.sub_questions) > 1 else chain(state.links)):
         if link.hit.id not in {hit.id for hit in first}:
             first.append(link.hit)
+    first = first[-limit:]  # a chain longer than the limit keeps its last hops, where the answer is
     seen = {hit.id for hit in first}
     return (first + [hit for hit in state.evidence if hit.id not in seen])[:limit]
 
@@ -251,10 +255,17 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     number = {hit.id: index for index, hit in enumerate(hits, start=1)}
     cjk = language(state) == "zh"
     if len(state.sub_questions) > 1:
-        pieces = [_fact(context, part, link.hit, number[link.hit.id])
-                  for part, link in zip(state.sub_questions, state.links)]
+        comparison = comparison_sides(state.standalone_question)
+        facts = [(side, _side_fact(context, part, link.hit))
+                 for side, part, link in zip(comparison.sides if comparison else state.sub_questions,
+                                             state.sub_questions, state.links)]
+        verdict = compare(state.standalone_question, facts)
+        colon = "：" if cjk else ":"
+        pieces = ([f"{verdict}{'。' if cjk else '.'}"] if verdict else []) + [
+            f"{side}{colon} {sentence}[{number[link.hit.id]}]".replace(f"{colon} ", colon if cjk else f"{colon} ")
+            for (side, sentence), link in zip(facts, state.links) if sentence]
     else:
-        path = chain(state.links)
+        path = [link for link in chain(state.links) if link.hit.id in number]
         pieces = [_bridge_sentence(link.hit, path[i + 1].entity, number[link.hit.id])
                   for i, link in enumerate(path[:-1])]
         pieces.append(_fact(context, state.standalone_question, path[-1].hit, number[path[-1].hit.id]))
@@ -272,6 +283,47 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
             "trace": step("Answered", f"quoted {cited} passages hop by hop, offline"
                           + (f"; missing: {'; '.join(missing)}" if missing else "")),
             "timings": add_time(state, "generate_ms", started)}
+
+
+_COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b"
+                          r"|更|最|先|早|晚")
+_SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b"
+                           r"|早|先|少|小|矮|短|低")
+_NUMBER = re.compile(r"\d[\d,.]*")
+
+
+def _side_fact(context: RagContext, part: str, hit: Hit) -> str:
+    """One side's fact: for a comparative question ("taller", "founded first", 更高) the
+    passage's first sentence holding a number (sizes and dates are compared), else the
+    extractive answerer's best sentence."""
+    sentences = [span.text.strip() for span in split_sentences(hit.context.text) if not span.text.startswith("#")]
+    if _COMPARATIVE.search(part):
+        numbered = [sentence for sentence in sentences if _NUMBER.search(sentence)]
+        if numbered:
+            return numbered[0]
+    answer = extractive_answer(part, [hit], context.settings, context.passages.embed_sentences,
+                               context.passages.idf(part))
+    return re.sub(r"\[\d+\]", "", answer.text).strip() if answer.sources and answer.sources[0].cited else ""
+
+
+def compare(question: str, facts: list[tuple[str, str]]) -> str:
+    """The side a comparative question picks, from the first number of each side's fact
+    (the smaller for "first / earlier / older / 更早", else the larger); "" when a side has
+    no number or they are equal."""
+    if not _COMPARATIVE.search(question) or len(facts) != 2:
+        return ""
+    values = []
+    for side, sentence in facts:
+        match = _NUMBER.search(sentence)
+        if not match:
+            return ""
+        values.append((float(match.group(0).replace(",", "").rstrip(".")), side))
+    (first, a), (second, b) = values
+    if first == second:
+        return ""
+    smaller = a if first < second else b
+    larger = b if smaller == a else a
+    return smaller if _SMALLER_WINS.search(question) else larger
 
 
 def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:

@@ -38,8 +38,8 @@ ROUTES = {"knowledge_base": "contextualize", "small_talk": "direct", "thanks": "
 _END = r"[\s!！.。,，~～?？]*$"
 DIRECT_RULES = {  # whole messages only: "hi, who founded Acme?" is a question
     "small_talk": re.compile(r"(?i)^(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening)|"
-                             r"how are you(?: doing)?|"
-                             r"hi there|hello there|你好|您好|嗨|哈喽|早上好|下午好|晚上好|你好吗)" + _END),
+                             r"how are you(?: doing)?|hi there|hello there|"
+                             r"你好|您好|嗨|哈喽|早上好|下午好|晚上好|你好吗)" + _END),
     "thanks": re.compile(r"(?i)^(?:(?:ok(?:ay)?|great|cool|perfect)[,!. ]*)?(?:thanks?(?: you)?(?: (?:so|very) much)?|"
                          r"thx|ty|cheers|much appreciated|bye|goodbye|see you|"
                          r"谢谢(?:你|您)?|多谢|感谢|非常感谢|再见|拜拜)"
