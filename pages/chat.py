@@ -20,6 +20,7 @@ from pages._widgets import (
     track_jobs,
 )
 from ragkit.errors import QuestionError, RagkitError
+from ragkit.graph.events import ChatEvent
 from ragkit.history import SessionError, SessionInfo, Turn, new_session_id, validate_session_id
 from ragkit.kb import plural
 from ragkit.llm import chat_models
@@ -95,6 +96,10 @@ def choose_knowledge_bases(session_id: str) -> None:
     chosen = st.session_state[f"kbs-{session_id}"]
     history.set_session_knowledge_bases(session_id, chosen)
     st.session_state["last-kbs"] = chosen
+
+
+def choose_mode(session_id: str) -> None:
+    history.set_session_mode(session_id, st.session_state[f"mode-{session_id}"])
 
 
 def clear_filters(session_id: str) -> None:
@@ -228,6 +233,13 @@ with st.sidebar:
             if remembered:
                 history.set_session_knowledge_bases(session_id, remembered)
         st.session_state[f"kbs-{session_id}"] = remembered or []
+
+    modes = {"default": "Default: one search", "agentic": "Agentic: plans, follows hops, compares"}
+    current_mode = service.engine.mode_for(session_id)
+    st.selectbox("Answer mode", list(modes), index=list(modes).index(current_mode), format_func=modes.get,
+                 key=f"mode-{session_id}", on_change=choose_mode, args=(session_id,),
+                 help="Remembered for this conversation; new ones start in RAGKIT_CHAT_MODE")
+
     st.markdown("#### Search only in…")
     chosen_kbs = st.multiselect("Knowledge bases", options=list(bases), format_func=bases.get,
                                 key=f"kbs-{session_id}", placeholder="all knowledge bases",
@@ -317,20 +329,20 @@ for index, turn in enumerate(shown):
 render_indexing(service)
 
 
-def show_event(event: dict, areas: dict) -> None:
-    """Draw one event of the engine's stream in the answer bubble."""
+def show_event(event: ChatEvent, areas: dict) -> None:
+    """Draw one event of the engine's stream (``ragkit/graph/events.py``) in the answer bubble."""
     kind = event["type"]
     if kind == "token":
         areas["text"] += event["text"]
         areas["answer"].markdown(safe_answer_markdown(areas["text"]) + " ▌")
-    elif kind == "standalone" or (kind == "status" and event.get("standalone_question")):
-        areas["searched_as"] = event.get("question") or event.get("standalone_question")
+    elif kind == "standalone":
+        areas["searched_as"] = event["question"]
         areas["status"].caption(f":material/search: Searching for: {escape_line(areas['searched_as'])}")
-    elif kind == "status" and event.get("text"):
+    elif kind == "status":
         areas["status"].caption(f":material/pending: {escape_line(event['text'])}")
     elif kind == "sources":
         with areas["sources"].container():
-            if event.get("found", True):
+            if event["found"]:
                 render_source_panel(event["sources"], areas["question"], areas.get("searched_as", ""))
             else:
                 render_closest(event["sources"], areas.get("searched_as") or areas["question"])

@@ -132,6 +132,12 @@ class Settings(BaseSettings):
         default=8192, ge=512, description="the model's context window; a smaller one the server reports wins"
     )
     rewrite_timeout_s: float = Field(default=15.0, gt=0, description="a model rewrite slower than this is skipped")
+    model_judge: Literal["auto", "on", "off"] = Field(
+        default="auto", description="ask the model for rewrites and grades (structured replies, at most one per "
+        "turn): auto unless it was found unusable, on always, off never (the offline ones are used)")
+    judge_memory_hours: float = Field(
+        default=168.0, gt=0, description="how long a model found unusable for structured replies is not asked again "
+        "(remembered in the data directory, per model and base URL)")
     context_tokens: int = Field(default=2500, ge=200)
     history_tokens: int = Field(default=1200, ge=0)
     history_turns: int = Field(default=4, ge=0)
@@ -144,6 +150,16 @@ class Settings(BaseSettings):
     grade_similarity_threshold: float = Field(
         default=0.615, ge=0, le=1, description="similarity of an English question to the closest sentence")
     retrieval_retries: int = Field(default=2, ge=0, le=2, description="extra searches when the evidence is weak")
+
+    # agentic mode (issue 16): route, decomposition, hop following, sufficiency per part
+    chat_mode: Literal["default", "agentic"] = Field(
+        default="default", description="answer mode of new conversations: default (one search, retries when weak) "
+        "or agentic (small talk answered directly; comparisons searched per side; hops followed)")
+    agentic_rounds: int = Field(default=3, ge=1, le=10, description="agentic mode: most retrieval rounds a question "
+                                "takes (a round follows the bridges the previous one found)")
+    agentic_bridges: int = Field(default=2, ge=1, le=10, description="agentic mode: most bridges (names that lead "
+                                 "to another passage) followed per round")
+    agentic_evidence: int = Field(default=8, ge=1, le=50, description="agentic mode: most passages an answer draws on")
 
     @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", mode="before")
     @classmethod

@@ -25,6 +25,8 @@ class Reply:
     chunk_chars: int = 4
     break_after_chunks: int | None = None  # drop the connection mid-stream
     chunk_delay_s: float = 0.0  # pause between streamed chunks
+    finish_reason: str = "stop"  # "length": the server's token limit cut the answer
+    error: str = ""  # the error message of a failure status (llama.cpp's words, say)
     usage: dict | None = field(
         default_factory=lambda: {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
     )
@@ -51,8 +53,12 @@ def default_responder(body: dict) -> Reply:
 class ScriptedOpenAIServer:
     """Start with ``with ScriptedOpenAIServer() as server: server.base_url``."""
 
-    def __init__(self, responder=default_responder):
+    def __init__(self, responder=default_responder, props: dict | None = None):
+        """``props``: what ``GET /props`` answers (llama.cpp's server settings, such as
+        ``{"default_generation_settings": {"n_ctx": 2048}}``); None: 404 like other servers."""
         self.responder = responder
+        self.props = props
+        self.disconnects = 0  # streams the client hung up on before their end
         self.requests: list[dict] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -87,7 +93,9 @@ class ScriptedOpenAIServer:
                 pass
 
             def do_GET(self):
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/") == "/props" and outer.props is not None:
+                    self._json(200, outer.props)
+                elif self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
                 else:
                     self._json(404, {"error": {"message": "not found"}})
@@ -100,13 +108,14 @@ class ScriptedOpenAIServer:
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.status != 200:
-                    self._json(reply.status, {"error": {"message": f"scripted failure {reply.status}", "type": "test"}})
+                    message = reply.error or f"scripted failure {reply.status}"
+                    self._json(reply.status, {"error": {"message": message, "type": "test"}})
                     return
                 if body.get("stream"):
                     try:
                         self._stream(body, reply)
                     except (BrokenPipeError, ConnectionResetError):
-                        pass  # the client stopped reading (e.g. its token limit)
+                        outer.disconnects += 1  # the client stopped reading (its token limit, a hang-up)
                 else:
                     self._json(200, self._completion(body, reply))
 
@@ -145,11 +154,13 @@ class ScriptedOpenAIServer:
                         return
                     if reply.chunk_delay_s:
                         time.sleep(reply.chunk_delay_s)
+                        self.wfile.write(b": keep-alive\n\n")  # a gone client shows here
+                        self.wfile.flush()
                     delta = {"role": "assistant", "content": piece} if number == 0 else {"content": piece}
                     chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
-                done = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                done = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]}
                 self.wfile.write(f"data: {json.dumps(done)}\n\n".encode())
                 if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
                     usage = {**base, "choices": [], "usage": reply.usage}

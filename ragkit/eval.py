@@ -4,8 +4,9 @@ A fresh knowledge base is built in a temporary data dir (never the user's); ever
 passage is ingested as its own document through the normal ingest path.
 
 - default: every question through the normal search path; a hit at k means a passage
-  of the question's document is among the first k results (``--answers`` also scores
-  the extractive answer on the passages the chat graph answers from);
+  of the question's document is among the first k results (``--answers`` also asks every
+  question through the chat graph, answering even from evidence graded weak, and scores
+  its answer);
 - ``--unanswerable``: half the articles indexed, every question asked through the chat
   graph: does it answer what the documents hold and say "not found" for the rest?
 - ``--dialogues FILE``: two-turn dialogues through the chat graph: does a follow-up
@@ -135,11 +136,11 @@ class EvalBase:
                 ranked.append(passage)
         return ranked
 
-    def engine(self):
+    def engine(self, always_answer: bool = False):
         """A chat engine over this knowledge base (its own sessions database)."""
         from .chat import ChatEngine
 
-        return ChatEngine(self.settings, self.kb)
+        return ChatEngine(self.settings, self.kb, always_answer=always_answer)
 
 
 def run_eval(
@@ -176,7 +177,7 @@ def run_eval(
             "embedding_model": base.kb.embedder.name,
         }
         if with_answers:
-            summary.update(answer_metrics(base.kb, questions, report))
+            summary.update(answer_metrics(base.engine(always_answer=True), questions, report))
         base.kb.close()
     return summary
 
@@ -273,20 +274,23 @@ def _counter(report, stage: str, total: int):
     return on_stage
 
 
-def answer_metrics(kb, items: list[QAItem], report) -> dict:
-    """answer_contains / answer_chars_mean / answer_p50_ms of the offline extractive answerer,
-    on the same relevant hits the chat graph answers from."""
-    from .extractive import extractive_answer
-    from .graph.policy import answer_passages
+def answer_metrics(engine, items: list[QAItem], report) -> dict:
+    """answer_contains / answer_chars_mean / answer_p50_ms of the chat graph's answers, each
+    question asked in a new conversation by an engine that answers whatever the grade says
+    (``always_answer``): the answerer on every question, not the judge (``--unanswerable``
+    measures that). A question the engine refuses (an empty one) counts as an empty answer."""
+    from .errors import QuestionError
 
     contains, lengths, latencies = 0, [], []
     for number, item in enumerate(items):
         t0 = time.perf_counter()
-        hits = answer_passages(kb, item.question, kb.settings)
-        answer = extractive_answer(item.question, hits, kb.settings, kb.embedder, kb.idf(item.question))
+        try:
+            answer = engine.ask(f"a{number}", item.question).answer
+        except QuestionError:
+            answer = ""
         latencies.append((time.perf_counter() - t0) * 1000)
-        lengths.append(len(answer.text))
-        if any(gold in answer.text for gold in item.answers):
+        lengths.append(len(answer))
+        if any(gold in answer for gold in item.answers):
             contains += 1
         report("answer", number + 1, len(items))
     return {
@@ -362,4 +366,124 @@ def run_identifiers(count: int, settings: Settings | None = None, limit: int | N
         "top1_alone_with_vector": share("alone", False), "top1_sentence_with_vector": share("sentence", False),
         "top1_alone_without_vector": share("alone", True), "top1_sentence_without_vector": share("sentence", True),
         "search_p50_ms": round(percentile(latencies, 0.5), 2), "ingest_seconds": round(ingest_seconds, 2),
+    }
+
+
+@dataclass
+class MultihopItem:
+    """One question of a HotpotQA-format ("distractor") file."""
+
+    id: str
+    question: str
+    answer: str
+    kind: str  # bridge | comparison
+    lang: str
+    gold_titles: list[str]
+
+
+def read_multihop(path: str | Path) -> tuple[dict[str, str], list[MultihopItem]]:
+    """Every distinct title's document text (title line, then its sentences) and the items."""
+    payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    documents: dict[str, str] = {}
+    items = []
+    for row in payload:
+        for title, sentences in row["context"]:
+            joiner = "" if row.get("lang") == "zh" else " "
+            documents.setdefault(title, title + "\n" + joiner.join(s.strip() for s in sentences))
+        gold = list(dict.fromkeys(title for title, _ in row["supporting_facts"]))
+        items.append(MultihopItem(row["_id"], row["question"], row["answer"], row.get("type", "bridge"),
+                                  row.get("lang", "en"), gold))
+    return documents, items
+
+
+def normalise_answer(text: str) -> str:
+    """Lower case, no punctuation, articles or spaces: how a gold answer is looked for."""
+    import re
+
+    text = re.sub(r"\b(a|an|the)\b", " ", text.lower())
+    return re.sub(r"[\W_]+", "", text)
+
+
+YES = {"en": ("yes",), "zh": ("是",)}
+NO = {"en": ("no",), "zh": ("否", "不是")}
+
+
+def comparison_verdict(answer: str, lang: str) -> str | None:
+    """The answer's decision on a comparison (its first words): a name, yes or no, or None
+    when it only shows the two facts."""
+    import re
+
+    first = re.split(r"[.。:：,，\[]", answer.strip(), maxsplit=1)[0].strip()
+    return first or None
+
+
+def run_multihop(path: str | Path, settings: Settings | None = None, limit: int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None, embedder=None) -> dict:
+    """Every question of a HotpotQA-format file through the chat graph (a fresh session
+    each, the mode of ``settings.chat_mode``, answering whatever the grade says) over a
+    corpus of every distinct title as one document. Evidence = the passages handed to the
+    answerer (its sources)."""
+    documents, items = read_multihop(path)
+    items = items[:limit] if limit else items
+    report = progress or (lambda stage, done, total: None)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ragkit-eval-") as tmp:
+        from .kb import IngestItem
+
+        base = EvalBase(settings, tmp, embedder)
+        titles = list(documents)
+        on_ingest = _counter(report, "ingest", len(titles))
+        results = base.kb.ingest_many([IngestItem.of(documents[t].encode("utf-8"), _filename(t), progress=on_ingest)
+                                       for t in titles])
+        title_of = {r.document.id: t for t, r in zip(titles, results) if r.document is not None}
+        engine = base.engine(always_answer=True)
+        for number, item in enumerate(items):
+            started = time.perf_counter()
+            turn = engine.ask(f"m{number}", item.question)
+            latency = (time.perf_counter() - started) * 1000
+            evidence = [title_of.get(source.doc_id, source.title) for source in turn.sources]
+            found = sum(title in evidence for title in item.gold_titles)
+            rounds = sum(1 for step in turn.trace if step.step == "Searched" or step.step.startswith("Round "))
+            rows.append({"item": item, "recall": found / len(item.gold_titles), "passages": len(turn.sources),
+                         "contains": normalise_answer(item.answer) in normalise_answer(turn.answer),
+                         "verdict": comparison_verdict(turn.answer, item.lang) if item.kind == "comparison" else None,
+                         "rounds": rounds, "latency": latency})
+            report("ask", number + 1, len(items))
+        base.kb.close()
+    summary = {"dataset": Path(path).name, "questions": len(rows), "documents": len(documents),
+               "mode": (settings or Settings()).chat_mode}
+    summary.update(_multihop_keys(rows))
+    for lang in sorted({row["item"].lang for row in rows}):
+        summary[lang] = _multihop_keys([row for row in rows if row["item"].lang == lang])
+    return summary
+
+
+def _filename(title: str) -> str:
+    return title.replace("/", "∕").replace("\\", "∖") + ".txt"
+
+
+def _multihop_keys(rows: list[dict]) -> dict:
+    bridge = [row for row in rows if row["item"].kind == "bridge"]
+    comparison = [row for row in rows if row["item"].kind == "comparison"]
+
+    def right(row) -> bool | None:
+        verdict = row["verdict"]
+        gold = normalise_answer(row["item"].answer)
+        if verdict is None:
+            return None
+        said = normalise_answer(verdict)
+        decided = said in {normalise_answer(w) for w in (*YES["en"], *NO["en"], *YES["zh"], *NO["zh"])} or \
+            any(normalise_answer(side) == said for side in row["item"].gold_titles)
+        return (said == gold) if decided else None
+
+    verdicts = [right(row) for row in comparison]
+    decided = [v for v in verdicts if v is not None]
+    return {
+        "evidence_all_found": round(sum(row["recall"] == 1.0 for row in rows) / max(len(rows), 1), 4),
+        "evidence_recall": round(statistics.fmean(row["recall"] for row in rows) if rows else 0.0, 4),
+        "evidence_passages_mean": round(statistics.fmean(row["passages"] for row in rows) if rows else 0.0, 2),
+        "answer_contains": round(sum(row["contains"] for row in bridge) / len(bridge), 4) if bridge else None,
+        "comparison_correct": round(sum(decided) / len(comparison), 4) if decided else None,
+        "rounds_mean": round(statistics.fmean(row["rounds"] for row in rows) if rows else 0.0, 2),
+        "latency_p50_ms": round(percentile([row["latency"] for row in rows], 0.5), 1),
     }

@@ -211,7 +211,7 @@ def extractive_answer(
     question: str,
     hits: list[Hit],
     settings: Settings,
-    embedder=None,
+    embed: Callable | None = None,
     idf: dict[str, float] | None = None,
     asked: str | None = None,
 ) -> ExtractiveAnswer:
@@ -219,7 +219,9 @@ def extractive_answer(
 
     ``asked`` is the follow-up as the user typed it, when ``question`` is its rewrite:
     sentences are then matched on its own words ("What about its height?": height), not
-    on the subject the rewrite added, which every retrieved sentence shares anyway."""
+    on the subject the rewrite added, which every retrieved sentence shares anyway.
+    ``embed`` turns texts into unit vectors (``KnowledgeBase.embed_sentences``); without
+    it, sentences are scored by their words only."""
     cjk = is_cjk_text(question) or (not question.strip() and bool(hits) and is_cjk_text(hits[0].text))
     sources = sources_from_hits(hits)
     if not hits:
@@ -233,7 +235,6 @@ def extractive_answer(
         _local_lexical_scores(wording, candidates)
     else:
         _lexical_scores(search_tokens(wording), candidates, idf or {})
-    embed = embedder.embed_remembered if embedder is not None else None
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
     _mark_answer_spans(question, candidates)

@@ -66,12 +66,18 @@ def _feedback_and_replaced_turns(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE turns ADD COLUMN replaced_by INTEGER"))
 
 
+def _chat_mode_choice(conn: Connection) -> None:
+    """Version 4: the answer mode chosen per conversation (default or agentic; NULL: the setting)."""
+    conn.execute(text("ALTER TABLE sessions ADD COLUMN chat_mode TEXT"))
+
+
 def _knowledge_base_choice(conn: Connection) -> None:
-    """Version 4: the knowledge bases each conversation searches (NULL: every one)."""
+    """Version 5: the knowledge bases each conversation searches (NULL: every one)."""
     conn.execute(text("ALTER TABLE sessions ADD COLUMN knowledge_bases TEXT"))
 
 
-MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns, _knowledge_base_choice]
+MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns,
+              _chat_mode_choice, _knowledge_base_choice]
 THUMBS_UP, THUMBS_DOWN = 1, 0  # as st.feedback("thumbs") numbers them
 MAX_COMMENT_CHARS = 2000
 LIVE = "replaced_by IS NULL"
@@ -282,6 +288,21 @@ class HistoryManager:
             conn.execute(text("INSERT INTO sessions(id, title, created_at, updated_at, model) VALUES "
                               "(:id, '', :t, :t, :m) ON CONFLICT(id) DO UPDATE SET model = :m"),
                          {"id": session_id, "t": stamp, "m": model_id})
+
+    def session_mode(self, session_id: str) -> str | None:
+        """The answer mode chosen for this conversation (None: the setting's)."""
+        rows = self._query("SELECT chat_mode FROM sessions WHERE id = :id", {"id": validate_session_id(session_id)})
+        return rows[0]["chat_mode"] if rows else None
+
+    def set_session_mode(self, session_id: str, mode: str) -> None:
+        """Remember the answer mode chosen for this conversation (creating it if needed)."""
+        validate_session_id(session_id)
+        if mode not in ("default", "agentic"):
+            raise SessionError(f"unknown answer mode {mode!r}: default or agentic")
+        with write(self._engine) as conn:
+            conn.execute(text("INSERT INTO sessions(id, title, created_at, updated_at, chat_mode) VALUES "
+                              "(:id, '', :t, :t, :m) ON CONFLICT(id) DO UPDATE SET chat_mode = :m"),
+                         {"id": session_id, "t": time.time(), "m": mode})
 
     def session_knowledge_bases(self, session_id: str) -> list[str] | None:
         """The knowledge base ids chosen for this conversation (None: not chosen, every one)."""

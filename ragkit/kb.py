@@ -4,6 +4,9 @@
     kb.ingest("report.pdf", tags=["finance"])
     hits = kb.search("what was the Q3 revenue?", k=5)
 
+It is also what the chat graph searches through (``graph.retriever.PassageRetriever``:
+``search``, ``search_document``, ``idf``, ``embed_sentences``, ``document_titles``).
+
 A thin facade over four parts, each in its own module: the catalog (documents,
 versions, tags and passages: ``catalog``), the vector store (``vectors``), the indexer
 (the only writer: ``indexer``) and the retriever (hybrid search: ``retrieval``).
@@ -19,7 +22,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from . import integrity
 from .catalog import Catalog, DocumentRecord, KnowledgeBaseInfo
@@ -30,7 +36,7 @@ from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags
 from .lexical import LexicalEntry, LexicalIndex
 from .originals import OriginalStore
 from .passages import Hit, Passage
-from .retrieval import Retriever, SearchFilters
+from .retrieval import Retriever, SearchFilters, allowed_documents
 from .tags import checked_tags
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
@@ -68,6 +74,7 @@ class KnowledgeBase:
         self.retriever = Retriever(settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
         self._seen_revision = -1
+        self._titles: tuple[int, dict[str, str]] = (-1, {})
         self._open(refuse_unknown)
 
     @classmethod
@@ -374,9 +381,29 @@ class KnowledgeBase:
         self._sync()
         return self.retriever.search(query, self.settings.top_k if k is None else k, filters, self.catalog.documents())
 
+    def search_document(self, query: str, doc_id: str, k: int) -> list[Hit]:
+        """The ``k`` best passages for ``query`` within one document."""
+        return self.search(query, k, SearchFilters(doc_ids=[doc_id]))
+
     def idf(self, text: str) -> dict[str, float]:
         """Inverse document frequency of the search tokens of ``text`` over all passages."""
         return self.lexical.idf(search_tokens(text))
+
+    def document_titles(self, filters: SearchFilters | None = None) -> dict[str, str]:
+        """Every document's title → its id, of the documents ``filters`` admit (the titles are
+        read again only after the catalog changed)."""
+        revision = self.catalog.counters()[0]
+        if self._titles[0] != revision:
+            self._titles = (revision, {doc.title: doc.id for doc in self.catalog.documents() if doc.title})
+        allowed = allowed_documents(filters, self.catalog.documents())
+        if allowed is None:
+            return self._titles[1]
+        return {title: doc_id for title, doc_id in self._titles[1].items() if doc_id in allowed}
+
+    def embed_sentences(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of short texts (a question, candidate sentences), each computed once and
+        remembered: grading the evidence and quoting from it compare the same sentences."""
+        return self.embedder.embed_remembered(texts)
 
     def close(self) -> None:
         """Save the lexical snapshot and release the catalog."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.request
 from dataclasses import dataclass
 from functools import lru_cache
@@ -120,14 +121,19 @@ def make_chat_model(settings: Settings, choice: ModelChoice | None = None, max_t
     choice = choice or chat_models(settings)[0]
     if not choice.generated:
         return None
+    import httpx
     from langchain_openai import ChatOpenAI
 
     limit = max_tokens or settings.max_answer_tokens
+    timeout = timeout_s or settings.llm_timeout_s
     return ChatOpenAI(
+        # Its own connection pool, so that hanging up on an abandoned request (closing it) ends
+        # that request alone; langchain-openai otherwise shares one pool per base URL.
+        http_client=httpx.Client(timeout=timeout, follow_redirects=True),
         model=choice.model,
         api_key=api_key(choice) or settings.openai_api_key or "missing",
         base_url=choice.base_url or None,
-        timeout=timeout_s or settings.llm_timeout_s,
+        timeout=timeout,
         max_retries=settings.llm_max_retries if retries is None else retries,
         max_tokens=limit,
         extra_body={"max_tokens": limit},
@@ -139,15 +145,17 @@ def make_chat_model(settings: Settings, choice: ModelChoice | None = None, max_t
 
 @lru_cache(maxsize=16)
 def reported_context_window(base_url: str, model: str) -> int | None:
-    """The context window the server reports for ``model`` (vLLM's max_model_len,
-    llama.cpp's n_ctx, Ollama-style context_length), or None."""
+    """The context window the server reports for ``model`` (llama.cpp's ``/props`` n_ctx,
+    vLLM's max_model_len, Ollama-style context_length in ``/models``), or None."""
     if not base_url:
         return None
-    try:
-        with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=3) as response:
-            payload = json.loads(response.read(1_000_000))
-    except Exception:
-        return None
+    props = _read_json(re.sub(r"/v1/?$", "", base_url.rstrip("/")) + "/props")  # llama.cpp's server
+    if isinstance(props, dict):
+        settings = props.get("default_generation_settings")
+        for value in (props.get("n_ctx"), settings.get("n_ctx") if isinstance(settings, dict) else None):
+            if isinstance(value, int) and value > 0:
+                return value
+    payload = _read_json(base_url.rstrip("/") + "/models")
     for entry in payload.get("data", []) if isinstance(payload, dict) else []:
         if not isinstance(entry, dict) or entry.get("id") not in (model, None):
             continue
@@ -157,6 +165,15 @@ def reported_context_window(base_url: str, model: str) -> int | None:
             if isinstance(value, int) and value > 0:
                 return value
     return None
+
+
+def _read_json(url: str):
+    """The JSON at ``url`` (a short GET), or None."""
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return json.loads(response.read(1_000_000))
+    except Exception:
+        return None
 
 
 def context_window(settings: Settings, choice: ModelChoice) -> int:
@@ -198,16 +215,16 @@ def explain_llm_error(exc: BaseException, choice: ModelChoice, waited_s: float |
 
 
 class ModelClients:
-    """Clients per model choice, made once: a streaming one for answers and a short,
-    bounded one for structured judgements (rewrites, grades)."""
-
-    GIVE_UP_AFTER = 2  # unusable structured replies before a model is no longer asked for them
+    """Clients per model choice: a streaming one for answers (made again after it was hung
+    up on) and short, bounded ones for structured judgements (rewrites, grades), asked only
+    while ``judges`` says so (``RAGKIT_MODEL_JUDGE``, ``judge_memory.JudgeMemory``)."""
 
     def __init__(self, settings: Settings):
+        from .judge_memory import FILE_NAME, JudgeMemory
+
         self.settings = settings
+        self.memory = JudgeMemory(settings.data_path / FILE_NAME, settings.judge_memory_hours * 3600)
         self._answer: dict[str, object] = {}
-        self._judge: dict[str, object] = {}
-        self._judge_failures: dict[str, int] = {}
 
     def choice(self, model_id: str | None) -> ModelChoice:
         """The choice for a conversation's model id (the default when unknown)."""
@@ -215,22 +232,47 @@ class ModelClients:
 
     def answering(self, choice: ModelChoice):
         """The streaming client that writes answers (None for the extractive choice)."""
-        if choice.generated and choice.id not in self._answer:
-            self._answer[choice.id] = make_chat_model(self.settings, choice)
-        return self._answer.get(choice.id)
+        if not choice.generated:
+            return None
+        client = self._answer.get(choice.id)
+        if client is None or client.root_client.is_closed():
+            client = self._answer[choice.id] = make_chat_model(self.settings, choice)
+        return client
 
-    def judge_failed(self, choice: ModelChoice) -> None:
-        """Count an unusable structured reply (small models rarely follow a schema)."""
-        self._judge_failures[choice.id] = self._judge_failures.get(choice.id, 0) + 1
+    def judge_failed(self, choice: ModelChoice, why: str = "") -> None:
+        """Remember an unusable structured reply (small models rarely follow a schema)."""
+        self.memory.record(choice.model, choice.base_url, usable=False, why=why)
 
-    def judges(self, choice: ModelChoice) -> bool:
-        """True while the model is still asked for rewrites and grades."""
-        return choice.generated and self._judge_failures.get(choice.id, 0) < self.GIVE_UP_AFTER
+    def judge_succeeded(self, choice: ModelChoice) -> None:
+        """Remember a usable structured reply."""
+        self.memory.record(choice.model, choice.base_url, usable=True)
 
-    def judging(self, choice: ModelChoice):
-        """A client for short structured calls, with its own shorter timeout."""
-        if choice.generated and choice.id not in self._judge:
-            self._judge[choice.id] = make_chat_model(self.settings, choice, max_tokens=200,
-                                                     timeout_s=self.settings.rewrite_timeout_s, streaming=False,
-                                                     retries=0)
-        return self._judge.get(choice.id)
+    def judges(self, choice: ModelChoice, budget=None) -> bool:
+        """True when the model is to be asked for a rewrite or a grade now: a generated
+        choice, RAGKIT_MODEL_JUDGE not off, the turn's ``budget`` (a ``TurnBudget``) has a
+        structured call left, and (auto) the model was not found unusable."""
+        mode = self.settings.model_judge
+        if not choice.generated or mode == "off":
+            return False
+        if budget is not None and not budget.may_call_structured():
+            return False
+        return mode == "on" or self.memory.usable(choice.model, choice.base_url)
+
+    def why_not_judging(self, choice: ModelChoice) -> str:
+        """Why a generated model is not asked for a structured reply, in words."""
+        if self.settings.model_judge == "off":
+            return "RAGKIT_MODEL_JUDGE=off"
+        if not self.memory.usable(choice.model, choice.base_url):
+            return "its structured replies were unusable twice (remembered; RAGKIT_JUDGE_MEMORY_HOURS)"
+        return "this turn's structured call or model time was already used"
+
+    def judging(self, choice: ModelChoice, timeout_s: float | None = None):
+        """A client for one short structured call: no retries, at most RAGKIT_REWRITE_TIMEOUT_S
+        (less when ``timeout_s``, what the turn has left, is shorter)."""
+        if not choice.generated:
+            return None
+        limit = self.settings.rewrite_timeout_s
+        if timeout_s is not None:
+            limit = min(timeout_s, limit)
+        return make_chat_model(self.settings, choice, max_tokens=200, timeout_s=max(limit, 0.5), streaming=False,
+                               retries=0)

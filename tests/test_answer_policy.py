@@ -1,6 +1,6 @@
-"""Which retrieved passages an answer draws on (ragkit.graph.policy), on a real store."""
+"""Which retrieved passages an answer draws on (the answer policy of ragkit.graph.rounds), on a real store."""
 
-from ragkit.graph.policy import answer_passages, relevant_hits
+from ragkit.graph.rounds import focus_hits, relevant_hits
 from ragkit.kb import KnowledgeBase
 from ragkit.passages import Hit, Passage
 
@@ -19,7 +19,7 @@ def test_answer_passages_add_the_top_documents_passage_that_lacks_the_subjects_n
     real_embed_query = kb.embedder.embed_query
     kb.embedder.embed_query = lambda text: embedded.append(text) or real_embed_query(text)
     try:
-        passages = answer_passages(kb, question, narrow)
+        passages = focus_hits(kb, question, kb.search(question, narrow.top_k), narrow)
     finally:
         del kb.embedder.embed_query
     assert embedded == [question]  # one embedding per question, not per search

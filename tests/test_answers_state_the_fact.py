@@ -107,6 +107,7 @@ def test_parent_passages_hand_the_answer_its_neighbours_and_show_them_as_the_sou
     assert hit.parent is not None and "rows across the sound" in hit.context.text and hit.text in hit.context.text
     source = sources_from_hits([hit])[0]
     assert source.text == hit.context.text and source.quote == hit.text
-    answer = extractive_answer("Who rows across the sound?", [hit], wide, embedder, kb.idf("rows across the sound"))
+    answer = extractive_answer("Who rows across the sound?", [hit], wide, kb.embed_sentences,
+                               kb.idf("rows across the sound"))
     assert "rows across the sound" in answer.text and "[1]" in answer.text
     kb.close()

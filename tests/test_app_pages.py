@@ -308,7 +308,12 @@ def test_an_answer_not_in_the_documents_lists_closest_matches_never_as_sources(a
 
 
 def test_each_conversation_picks_and_remembers_its_model_and_no_key_is_shown(tmp_path, monkeypatch):
-    from ragkit.devserver import ScriptedOpenAIServer, default_responder
+    from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
+
+    def responder(body):  # grades and rewrites as usual; an answer the sample guide supports
+        if "response_format" in body:
+            return default_responder(body)
+        return Reply("ragkit accepts PDF, Word (DOCX), plain text (TXT), Markdown (MD), HTML and CSV files [1].")
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-test-key")
     monkeypatch.setenv("RAGKIT_CHAT_MODEL", "test-model")
@@ -316,7 +321,7 @@ def test_each_conversation_picks_and_remembers_its_model_and_no_key_is_shown(tmp
     monkeypatch.chdir(REPO)
     monkeypatch.syspath_prepend(str(REPO))
     st.cache_resource.clear()
-    with ScriptedOpenAIServer(default_responder) as server:
+    with ScriptedOpenAIServer(responder) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         at = AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=TIMEOUT).run()
         try:

@@ -43,14 +43,15 @@ def test_second_turn_is_rewritten_by_the_model_and_used_for_retrieval(settings, 
     assert first.mode == second.mode == "llm" and second.model == "test-model"
 
 
-def test_answer_streams_and_markers_are_validated(settings, docs, server):
+def test_answer_streams_checked_sentences_and_never_shows_an_unsupported_one(settings, docs, server):
     engine = ChatEngine(llm_settings(settings, server.base_url), docs)
     events = list(engine.stream("demo", "What is LangGraph?"))
     tokens = [e["text"] for e in events if e["type"] == "token"]
     turn = events[-1]["turn"]
-    assert len(tokens) > 5, "the answer should arrive in pieces"
-    assert "[9]" in "".join(tokens)  # the model invented a source...
-    assert "[9]" not in turn.answer and "[1]" in turn.answer  # ...which is removed
+    assert tokens == ["LangGraph builds stateful agents [1]."]  # a whole, checked sentence
+    assert "moon" not in "".join(tokens) and "moon" not in turn.answer  # cites an invented [9]: never shown
+    assert "[1]" in turn.answer
+    assert any("moon" in step.detail and step.step == "Checked before showing" for step in turn.trace)
     assert turn.sources[0].cited
     assert turn.usage["input_tokens"] == 42 and turn.usage["output_tokens"] == 7
     assert server.requests[-1]["stream"] is True

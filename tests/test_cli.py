@@ -91,8 +91,10 @@ def test_ask_explains_how_it_answered_and_says_when_nothing_was_found(data_dir):
 
 
 def test_a_model_must_be_named_in_full_and_be_configured(tmp_path):
-    abbreviated = run(tmp_path, "ask", "Who founded Aurora?", "--mode", "extractive")
-    assert abbreviated.returncode == 2 and "unrecognized arguments: --mode" in abbreviated.stderr
+    abbreviated = run(tmp_path, "ask", "Who founded Aurora?", "--mod", "extractive")
+    assert abbreviated.returncode == 2 and "unrecognized arguments: --mod" in abbreviated.stderr
+    not_a_mode = run(tmp_path, "ask", "Who founded Aurora?", "--mode", "extractive")
+    assert not_a_mode.returncode == 2 and "invalid choice: 'extractive'" in not_a_mode.stderr
     unknown = run(tmp_path, "ask", "Who founded Aurora?", "--model", "no-such-model", "--session", "m")
     assert unknown.returncode == 1
     assert "no model 'no-such-model' is configured; the known ones are: extractive" in unknown.stderr

@@ -4,12 +4,19 @@ follow-ups on topic, and records how each answer was reached. Real store, real m
 
 from __future__ import annotations
 
+import typing
+from dataclasses import replace
+
 import pytest
+from langgraph.runtime import Runtime
 
 from ragkit.chat import ChatEngine
+from ragkit.graph.answering import after_generate, not_found
+from ragkit.graph.events import ChatEvent
 from ragkit.graph.grading import Grade
-from ragkit.graph.nodes import RagNodes
-from ragkit.llm import ModelClients
+from ragkit.graph.rounds import rewrite_query
+from ragkit.graph.state import GradedRound, RagState
+from ragkit.graph.sufficiency import after_grade, grade
 from ragkit.retrieval import SearchFilters
 
 LIGHTHOUSE = """# Skerry Point Lighthouse
@@ -104,74 +111,90 @@ def test_events_bring_the_rewrite_and_the_sources_before_the_answer(engine):
     assert events[kinds.index("sources")]["found"] is True
 
 
+def test_every_streamed_event_has_the_keys_its_vocabulary_entry_names(engine):
+    shapes = {typing.get_type_hints(kind)["type"].__args__[0]: set(typing.get_type_hints(kind))
+              for kind in typing.get_args(ChatEvent)}
+    streamed = [*engine.stream("v", "How tall is the Skerry Point Lighthouse?"),
+                *engine.stream("v", "What was the population of Quarnova in 2020?")]
+    assert {event["type"] for event in streamed} >= {"sources", "token", "done"}
+    for event in streamed:
+        assert set(event) == shapes[event["type"]], event["type"]
+
+
 # ----- each routing decision, on its own -------------------------------------------
 
 
 @pytest.fixture
-def nodes(settings, kb, library, engine):
-    return RagNodes(settings, kb, engine.history, ModelClients(settings))
+def runtime(engine):
+    return Runtime(context=engine.context)
+
+
+def state(**fields) -> RagState:
+    return RagState(session_id="t", **fields)
 
 
 def graded(score: float) -> Grade:
     return Grade(score, 0.5, "offline", "test")
 
 
-def test_sufficient_evidence_goes_to_the_offline_answer(nodes):
-    state = {"question": "q", "standalone_question": "q", "queries": ["q"], "grade": graded(0.9)}
-    assert nodes.after_grade(state) == "extract"
+def test_sufficient_evidence_goes_to_the_offline_answer(runtime):
+    sufficient = state(question="q", standalone_question="q", queries=["q"], grade=graded(0.9))
+    assert after_grade(sufficient, runtime) == "extract"
 
 
-def test_weak_evidence_for_a_rewritten_follow_up_searches_again_with_the_question_as_asked(nodes):
-    state = {"question": "What about its height?", "standalone_question": "What about Anna Berg's height?",
-             "queries": ["What about Anna Berg's height?"], "grade": graded(0.1)}
-    assert nodes.after_grade(state) == "rewrite_query"
-    retry = nodes.rewrite_query(state)
+def test_weak_evidence_for_a_rewritten_follow_up_searches_again_with_the_question_as_asked(runtime):
+    weak = state(question="What about its height?", standalone_question="What about Anna Berg's height?",
+                 queries=["What about Anna Berg's height?"], grade=graded(0.1))
+    assert after_grade(weak, runtime) == "rewrite_query"
+    retry = rewrite_query(weak, runtime)
     assert retry["query"] == "What about its height?" and retry["trace"][0].step == "Searched again"
 
 
-def test_weak_evidence_for_a_follow_up_tries_the_previous_questions_other_subject_first(nodes):
+def test_weak_evidence_for_a_follow_up_tries_the_previous_questions_other_subject_first(runtime):
     # "From where does the Band lead a march to the Stadium?" then "How many seats are in it?"
-    state = {"question": "How many seats are in it?", "standalone_question": "How many seats are in the Band?",
-             "alternatives": ["How many seats are in the Stadium?"], "grade": graded(0.1),
-             "queries": ["How many seats are in the Band?"]}
-    assert nodes.after_grade(state) == "rewrite_query"
-    retry = nodes.rewrite_query(state)
+    weak = state(question="How many seats are in it?", standalone_question="How many seats are in the Band?",
+                 alternatives=["How many seats are in the Stadium?"], grade=graded(0.1),
+                 queries=["How many seats are in the Band?"])
+    assert after_grade(weak, runtime) == "rewrite_query"
+    retry = rewrite_query(weak, runtime)
     assert retry["query"] == retry["standalone_question"] == "How many seats are in the Stadium?"
     assert "another subject" in retry["trace"][0].detail
-    then = state | retry | {"queries": state["queries"] + [retry["query"]]}
-    assert nodes.rewrite_query(then)["query"] == "How many seats are in it?"  # then the question as asked
+    then = replace(weak, query=retry["query"], standalone_question=retry["standalone_question"],
+                   queries=weak.queries + [retry["query"]])
+    assert rewrite_query(then, runtime)["query"] == "How many seats are in it?"  # then the question as asked
 
 
-def test_weak_evidence_with_nothing_left_to_try_is_not_found(nodes, settings):
-    tried = {"question": "q", "standalone_question": "q", "queries": ["q"], "grade": graded(0.1)}
-    assert nodes.after_grade(tried) == "not_found"
-    rounds_used = {"question": "a", "standalone_question": "b", "grade": graded(0.1),
-                   "queries": ["b", "c", "d"][: settings.retrieval_retries + 1]}
-    assert nodes.after_grade(rounds_used) == "not_found"
+def test_weak_evidence_with_nothing_left_to_try_is_not_found(runtime, settings):
+    tried = state(question="q", standalone_question="q", queries=["q"], grade=graded(0.1))
+    assert after_grade(tried, runtime) == "not_found"
+    rounds_used = state(question="a", standalone_question="b", grade=graded(0.1),
+                        queries=["b", "c", "d"][: settings.retrieval_retries + 1])
+    assert after_grade(rounds_used, runtime) == "not_found"
 
 
-def test_a_failed_model_answer_falls_back_to_quotes(nodes):
-    assert nodes.after_generate({"error": "the model server is unreachable", "answer": ""}) == "extract"
-    assert nodes.after_generate({"answer": "An answer [1].", "mode": "llm"}) == "check_citations"
+def test_a_failed_model_answer_falls_back_to_quotes():
+    assert after_generate(state(question="q", error="the model server is unreachable", answer="")) == "extract"
+    assert after_generate(state(question="q", answer="An answer [1].", mode="llm")) == "check_citations"
 
 
-def test_closest_matches_stay_with_the_first_search_unless_a_retry_is_clearly_better(nodes, kb):
+def test_closest_matches_stay_with_the_first_search_unless_a_retry_is_clearly_better(runtime, kb):
     question = "What is the population of the Skerry Point Lighthouse?"
-    first_hits = kb.search(question, 5)
+    first_hits = tuple(kb.search(question, 5))
     retry_hits = kb.search("What is its population?", 5)
-    retry_margin = nodes.grade({"standalone_question": question, "hits": retry_hits})["grade"].margin
-    retry = {"standalone_question": question, "hits": retry_hits}
-    assert "best" not in nodes.grade(retry | {"best": (retry_margin - 0.05, first_hits, question)})  # first stays
-    better = nodes.grade(retry | {"best": (retry_margin - 0.3, first_hits, question)})["best"]
-    assert better == (retry_margin, retry_hits, question)
+    retry = state(question=question, standalone_question=question, hits=retry_hits)
+    retry_margin = grade(retry, runtime)["grade"].margin
+    first_stays = replace(retry, best=GradedRound(retry_margin - 0.05, first_hits, question))
+    assert "best" not in grade(first_stays, runtime)
+    better = grade(replace(retry, best=GradedRound(retry_margin - 0.3, first_hits, question)), runtime)["best"]
+    assert better == GradedRound(retry_margin, tuple(retry_hits), question)
 
 
-def test_not_found_after_trying_another_subject_keeps_the_question_as_first_understood(nodes, kb):
+def test_not_found_after_trying_another_subject_keeps_the_question_as_first_understood(runtime, kb):
     first = "How many seats are in the Skerry Point Lighthouse?"
     tried = "How many seats are in the Quarnova Stadium?"
-    state = {"question": "How many seats are in it?", "standalone_question": tried,
-             "hits": kb.search(tried, 5), "best": (0.3, kb.search(first, 5), first),
-             "queries": [first, tried, "How many seats are in it?"]}
-    result = nodes.not_found(state)
+    weak = state(question="How many seats are in it?", standalone_question=tried, hits=kb.search(tried, 5),
+                 best=GradedRound(0.3, tuple(kb.search(first, 5)), first),
+                 queries=[first, tried, "How many seats are in it?"])
+    result = not_found(weak, runtime)
     assert result["standalone_question"] == first and not result["found"] and result["closest"]
-    assert [s.chunk_id for s in result["closest"]] == [h.id for h in state["best"][1][: len(result["closest"])]]
+    assert [s.chunk_id for s in result["closest"]] == [h.id for h in weak.best.hits[: len(result["closest"])]]

@@ -85,20 +85,33 @@ def test_names_are_checked_and_renames_and_deletes_work(kb):
         kb.delete_knowledge_base("Default")
 
 
-def test_every_search_of_a_chat_turn_stays_in_the_conversations_knowledge_bases(kb):
+@pytest.mark.parametrize("mode", ["default", "agentic"])
+def test_every_search_of_a_chat_turn_stays_in_the_conversations_knowledge_bases(kb, monkeypatch, mode):
     from ragkit.chat import ChatEngine
 
     work = kb.create_knowledge_base("Work")
     kb.ingest(HARBOUR, filename="harbour.md")
-    kb.ingest(LIGHTHOUSE, filename="lighthouse.md", knowledge_base="Work")
+    # names the other knowledge base's document by its title: agentic mode must not follow it there
+    kb.ingest(LIGHTHOUSE + b" The keeper's brother works at the Harbour.", filename="lighthouse.md",
+              knowledge_base="Work")
+    found: set[str] = set()
+    search = kb.search
+
+    def recorded_search(query, k=None, filters=None):  # every search of the turn, whichever node makes it
+        hits = search(query, k, filters)
+        found.update(hit.filename for hit in hits)
+        return hits
+
+    monkeypatch.setattr(kb, "search", recorded_search)
     engine = ChatEngine(kb.settings, kb)
     engine.history.set_session_knowledge_bases("s1", [work.id])
-    turn = engine.ask("s1", "Who operates the harbour crane that lifts forty tonnes?")
+    turn = engine.ask("s1", "Who operates the Harbour crane that lifts forty tonnes?", mode=mode)
     assert {s.filename for s in turn.sources + turn.closest} <= {"lighthouse.md"}
-    follow_up = engine.ask("s1", "And what does it lift?")
+    follow_up = engine.ask("s1", "And what does it lift?", mode=mode)
     assert {s.filename for s in follow_up.sources + follow_up.closest} <= {"lighthouse.md"}
     assert turn.filters["knowledge_bases"] == [work.id]
-    other = engine.ask("s2", "Who operates the harbour crane that lifts forty tonnes?")
+    assert found == {"lighthouse.md"}
+    other = engine.ask("s2", "Who operates the Harbour crane that lifts forty tonnes?", mode=mode)
     assert "harbour.md" in {s.filename for s in other.sources}  # a conversation without a choice searches all
 
 

@@ -4,8 +4,10 @@ A 270M base model (gemma-3-270m, Q4_K_M) is the worst server a user may point ra
 it echoes prompt markup, invents citation numbers and figures, rambles past any token
 limit and has a 2,048-token context. Over a ten-question session in English and Chinese,
 ragkit must still never use a garbage rewrite, never record a prompt echo as an answer,
-keep only sentences their cited passages support (or flag them), and stay within the
-answer-token limit.
+show and keep only sentences their cited passages support, keep no reply that does not
+answer (an echo, the subject alone, the wrong kind of thing), and stay within the
+answer-token limit. Its structured replies are unusable, and that is remembered: a new
+engine (as a new process) does not ask it again.
 
 Needs the packages in requirements-dev.txt (the README's test command installs them;
 elsewhere the test is skipped when the packages are missing, never in CI).
@@ -22,10 +24,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, free_port, serve
+from ragkit.answer_fit import answer_problem
 from ragkit.chat import ChatEngine
 from ragkit.citations import cited_markers
 from ragkit.contextualize import plausible_rewrite
-from ragkit.graph.checks import PROMPT_ECHOES, UNSUPPORTED_FLAG, check_support
+from ragkit.graph.checks import PROMPT_ECHOES, check_support
 from ragkit.graph.prompts import ANSWER_SYSTEM
 from ragkit.text import count_tokens
 
@@ -113,20 +116,25 @@ def test_no_prompt_echo_is_recorded_as_an_answer(session):
         assert not re.search(r"</?[a-zA-Z][^>]*>", turn.answer)
 
 
-def test_every_kept_generated_sentence_is_supported_or_flagged(session):
+def test_every_kept_generated_sentence_is_supported(session):
     for turn in session:
         if turn.mode != "llm":
             continue
-        flags = tuple(flag.strip() for flag in UNSUPPORTED_FLAG.values())
         assert set(cited_markers(turn.answer)) <= {s.n for s in turn.sources}
-        for check in check_support(turn.answer, turn.sources):
-            assert check.supported or check.text.endswith(flags) or any(f in turn.answer for f in flags), check
+        body = turn.answer.split("\n\n*Note: ")[0]
+        for check in check_support(body, turn.sources):
+            assert check.supported, check
+
+
+def test_no_reply_that_does_not_answer_is_kept(session):
+    for turn in session:
+        if turn.mode == "llm":
+            assert answer_problem(turn.answer, turn.standalone_question) == "", turn.answer
 
 
 def test_every_answer_is_within_the_token_limit(session):
     for turn in session:
-        flagged = sum(turn.answer.count(flag) for flag in UNSUPPORTED_FLAG.values())
-        assert count_tokens(turn.answer) <= ANSWER_TOKENS + 20 * flagged + 10, turn.answer
+        assert count_tokens(turn.answer) <= ANSWER_TOKENS + 40, turn.answer  # + the footer, quotes' markers
 
 
 def test_the_trace_says_how_each_answer_was_reached(session):

@@ -1,27 +1,78 @@
-"""Assembles the graph: contextualize, search, judge the evidence, then answer, search
-again, or say it was not found; check what the model wrote; record the turn."""
+"""Assembles the conversational RAG graph. Design note for whoever adds to it:
+
+    START → route ─(knowledge base)→ contextualize ─(default)→ retrieve → focus → grade
+          route ─(agentic: small talk, thanks, about the app)→ direct → record
+          contextualize ─(agentic)→ plan → hop_round ⟲ (bridges left, rounds left)
+          hop_round ─┬─ a chain of hops or a comparison → extract_hops → record (or generate)
+                     └─ a single hop ──────────────────→ grade (the default path from here)
+    grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
+           ├─ weak, none left ──→ not_found ─────────────────────→ record → END
+           ├─ enough, offline ──→ extract ──→ check_citations ───→ record
+           └─ enough, model ────→ generate ─┬→ check_citations
+                                            └→ extract (the model failed)
+
+One module per node family; each node is a function ``(state: RagState, runtime:
+Runtime[RagContext]) -> dict`` returning the state fields it sets, each route a function
+of the state returning the next node's name:
+
+- ``state.py``: ``TurnInput`` and ``RagState`` (the one typed state), ``GradedRound``;
+- ``context.py``: ``RagContext``, the run's configuration and dependencies (settings,
+  passages, history, model clients); ``retriever.py``: ``PassageRetriever``, the only way
+  nodes reach passages (``KnowledgeBase`` satisfies it; the graph never imports ``kb``);
+- ``routing.py``: ``route`` (the knowledge base, or in agentic mode ``direct``), ``direct``
+  and ``contextualize``;
+- ``hops.py`` (agentic mode, with ``decompose.py``): ``plan``, ``hop_round``, ``extract_hops``;
+- ``rounds.py``: ``retrieve``, ``focus`` (the answer policy), ``rewrite_query``;
+- ``sufficiency.py``: ``grade`` and ``after_grade``, over the measures of ``grading.py``;
+- ``answering.py``: ``extract``, ``generate``, ``check_citations`` (with ``checks.py``),
+  ``not_found``;
+- ``model_io.py``: the answer stream with its deadline, structured replies, the context
+  budget, and the model errors (all ``ModelError``);
+- ``recording.py``: ``record``; ``prompts.py``: every prompt and fixed reply;
+- ``events.py``: the stream's event vocabulary (``standalone``, ``status``, ``sources``,
+  ``token``, ``reset``, ``done``), documented there once.
+
+Where new nodes go: a path that answers without retrieval is a route in ``routing.ROUTES``
+plus its node, wired below from ``route``; work between understanding the question and
+searching (decomposing it) goes between ``contextualize`` and ``retrieve``; another kind of
+round (a sub-question, a hop, the web) is a node of ``rounds.py`` that leads back to
+``focus``/``grade``; judging several rounds together extends ``sufficiency.after_grade``; a
+new answer step sits between the answer nodes and ``check_citations`` or ``record``. New
+state fields go in ``RagState`` with a default; new events in ``events.py`` first.
+"""
 
 from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from .nodes import RagNodes
-from .state import RagState
+from .answering import after_generate, check_citations, extract, generate, not_found
+from .context import RagContext
+from .hops import after_hop, extract_hops, hop_round, plan
+from .recording import record
+from .rounds import after_rewrite, focus, retrieve, rewrite_query
+from .routing import ROUTES, after_contextualize, after_route, contextualize, direct, route
+from .state import RagState, TurnInput
+from .sufficiency import after_grade, grade
 
 
-def build_graph(nodes: RagNodes):
-    """Compile the conversational RAG graph around bound nodes."""
-    graph = StateGraph(RagState)
-    for name in ("contextualize", "retrieve", "focus", "grade", "rewrite_query", "generate", "extract",
-                 "check_citations", "not_found", "record"):
-        graph.add_node(name, getattr(nodes, name))
-    graph.add_edge(START, "contextualize")
-    graph.add_edge("contextualize", "retrieve")
+def build_graph():
+    """Compile the conversational RAG graph (run it with ``context=RagContext(...)``)."""
+    graph = StateGraph(RagState, input_schema=TurnInput, context_schema=RagContext)
+    for node in (route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade, rewrite_query,
+                 extract, generate, check_citations, not_found, record):
+        graph.add_node(node)
+    graph.add_edge(START, "route")
+    graph.add_conditional_edges("route", after_route, sorted(set(ROUTES.values())))
+    graph.add_edge("direct", "record")
+    graph.add_conditional_edges("contextualize", after_contextualize, ["plan", "retrieve"])
+    graph.add_edge("plan", "hop_round")
+    graph.add_conditional_edges("hop_round", after_hop, ["hop_round", "extract_hops", "generate", "grade"])
+    graph.add_edge("extract_hops", "record")
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")
-    graph.add_conditional_edges("grade", nodes.after_grade, ["generate", "extract", "rewrite_query", "not_found"])
-    graph.add_edge("rewrite_query", "retrieve")
-    graph.add_conditional_edges("generate", nodes.after_generate, ["check_citations", "extract"])
+    graph.add_conditional_edges("grade", after_grade, ["extract", "generate", "rewrite_query", "not_found"])
+    graph.add_conditional_edges("rewrite_query", after_rewrite, ["retrieve", "not_found"])
+    graph.add_conditional_edges("generate", after_generate, ["check_citations", "extract"])
     graph.add_edge("extract", "check_citations")
     graph.add_edge("check_citations", "record")
     graph.add_edge("not_found", "record")

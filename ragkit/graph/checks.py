@@ -3,7 +3,8 @@
 A model may continue the prompt instead of answering ("[INST]", "<<SYS>>", a copy of
 the instructions), invent citation numbers, or write sentences its sources do not say.
 ``clean_model_answer`` cuts what is not an answer; ``check_support`` judges each sentence
-against the passages it cites: most of its words, and every figure in it, must be there.
+against the passages it cites with ``ragkit.support.supports``: every name, figure, date
+and place in it (normalised), and most of its claim words, must be there.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import re
 from dataclasses import dataclass
 
 from ..citations import MARKER_RE, Source, cited_markers, strip_html
-from ..text import search_tokens, split_sentences
+from ..support import supports
+from ..text import search_tokens
 
 # A model that starts writing these is continuing the prompt, not answering: stop there.
 PROMPT_ECHOES = ("\nQuestion:", "\nSources:", "\nUser:", "<source", "</source>", "[INST]", "[/INST]", "<<SYS>>",
                  "<</SYS>>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<|eot_id|>",
                  "<|start_header_id|>", "### Instruction", "### Response")
-MIN_SUPPORT = 0.5
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def cut_prompt_echo(text: str) -> tuple[str, bool]:
@@ -34,6 +34,27 @@ def echoes_instructions(text: str, instructions: str) -> bool:
     """True when the answer repeats a sentence of the system prompt."""
     lines = [line.strip(" -") for line in instructions.splitlines() if len(line.strip(" -")) > 30]
     return any(line[:40] in text for line in lines)
+
+
+# A sentence of an answer: up to an end mark (。！？!?； or a full stop before a space, a marker
+# or the end, or a line break), with the citation markers written after it.
+_SENTENCE_RE = re.compile(r".+?(?:[。！？!?；]+|\.(?=\s|\[|$)|\n+)(?:\s*\[\d{1,3}(?:\s*[,，]\s*\d{1,3})*\])*",
+                          re.DOTALL)
+
+
+def answer_sentences(text: str) -> tuple[list[str], str]:
+    """The complete sentences of an answer (each with the citation markers after it, which
+    ``text.split_sentences`` would give to the next one) and the unfinished rest."""
+    sentences, end = [], 0
+    for match in _SENTENCE_RE.finditer(text):
+        sentences.append(match.group(0))
+        end = match.end()
+    return sentences, text[end:]
+
+
+def strip_label(text: str) -> str:
+    """The text without a leading "Answer:" / "答案：" label."""
+    return _LABEL.sub("", text).strip()
 
 
 _LABEL = re.compile(r"^\s*(answer|final answer|response|assistant|回答|答案|答)\s*[:：]\s*", re.IGNORECASE)
@@ -62,38 +83,34 @@ class SentenceCheck:
 
 
 def check_support(answer: str, sources: list[Source]) -> list[SentenceCheck]:
-    """Judge every sentence: most of its words, and every number in it, must be in the
-    passages it cites. A sentence citing nothing is attributed to the one source that
-    supports it, if any."""
+    """Judge every sentence: its names, figures, dates and places, and most of its claim
+    words, must be in the passages it cites (``support.supports``). A sentence
+    citing nothing is attributed to the one source that supports it, if any."""
     by_number = {source.n: source for source in sources}
     checks = []
-    for span in split_sentences(answer):
-        cited = tuple(n for n in cited_markers(span.text) if n in by_number)
-        claim = MARKER_RE.sub("", span.text)
+    sentences, rest = answer_sentences(answer)
+    for sentence in sentences + [rest]:
+        sentence = sentence.strip()
+        cited = tuple(n for n in cited_markers(sentence) if n in by_number)
+        claim = MARKER_RE.sub("", sentence)
         if not set(search_tokens(claim)):
             continue
         if cited:
             supported, reason = _supported(claim, " ".join(by_number[n].text for n in cited))
-            checks.append(SentenceCheck(span.text, cited, supported, reason))
+            checks.append(SentenceCheck(sentence, cited, supported, reason))
             continue
         verdicts = [(_supported(claim, source.text), source.n) for source in sources]
         backing = [(reason, n) for (supported, reason), n in verdicts if supported]
         if backing:
-            checks.append(SentenceCheck(span.text, (backing[0][1],), True, backing[0][0], attributed=True))
+            checks.append(SentenceCheck(sentence, (backing[0][1],), True, backing[0][0], attributed=True))
         else:
-            checks.append(SentenceCheck(span.text, (), False, "cites no source, and no source says it"))
+            checks.append(SentenceCheck(sentence, (), False, "cites no source, and no source says it"))
     return checks
 
 
 def _supported(claim: str, passages: str) -> tuple[bool, str]:
-    words = set(search_tokens(claim))
-    share = len(words & set(search_tokens(passages))) / len(words)
-    missing_figures = [f for f in _FIGURE.findall(claim) if f not in passages]
-    if missing_figures:
-        return False, f"the figure {missing_figures[0]} is not in the source"
-    if share < MIN_SUPPORT:
-        return False, f"only {share:.0%} of its words are in the source"
-    return True, f"{share:.0%} of its words are in the source"
+    verdict = supports(passages, claim)
+    return verdict.supported, verdict.reason
 
 
 def add_attributions(answer: str, checks: list[SentenceCheck]) -> str:
@@ -101,15 +118,4 @@ def add_attributions(answer: str, checks: list[SentenceCheck]) -> str:
     for check in checks:
         if check.attributed and check.text in answer:
             answer = answer.replace(check.text, f"{check.text.rstrip()}[{check.cited[0]}]", 1)
-    return answer
-
-
-UNSUPPORTED_FLAG = {"en": " *(not found in the cited passage)*", "zh": " *（引用的段落中没有这句话的依据）*"}
-
-
-def flag_unsupported(answer: str, checks: list[SentenceCheck], language: str) -> str:
-    """The answer with each unsupported sentence marked as such."""
-    for check in checks:
-        if not check.supported and check.text in answer:
-            answer = answer.replace(check.text, check.text + UNSUPPORTED_FLAG[language], 1)
     return answer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from typing import NamedTuple
 
 CONTEXTUALIZE_SYSTEM = """You rewrite the user's latest question into a standalone question.
 Replace references to earlier turns (it, its, they, this, 它, 其, 这个...) by what they refer to.
@@ -38,8 +39,16 @@ def fence(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def format_sources(packed: list[tuple[int, str, str]]) -> str:
-    """Each (n, title, text) source inside its own fence, numbered for citing."""
+class PromptSource(NamedTuple):
+    """A source as a prompt shows it: its citation number, title and (maybe shortened) text."""
+
+    n: int
+    title: str
+    text: str
+
+
+def format_sources(packed: list[PromptSource]) -> str:
+    """Each source inside its own fence, numbered for citing."""
     blocks = [f'<source n="{n}" title="{html.escape(title, quote=True)}">\n{fence(text)}\n</source>'
               for n, title, text in packed]
     return SOURCES_HEADER + "\n" + "\n".join(blocks)
@@ -61,4 +70,35 @@ FILTER_NOTE = {
 ELSEWHERE_NOTE = {
     "en": " Outside the filter, “{title}” looks relevant.",
     "zh": " 筛选范围之外，《{title}》似乎相关。",
+}
+
+ROUTE_SYSTEM = """You decide where a chat message to a document assistant goes.
+route="small_talk" for greetings and chit-chat, "thanks" for thanks or goodbyes, "about_app" for
+questions about the assistant itself (what it can do, how to add documents), and "knowledge_base"
+for everything else (any question that the user's documents might answer)."""
+
+DIRECT_REPLIES = {
+    "small_talk": {
+        "en": "Hello! Ask me anything about your documents and I will answer with citations.",
+        "zh": "你好！可以问我任何关于你的文档的问题，我会附上出处回答。",
+    },
+    "thanks": {
+        "en": "You're welcome! Ask another question whenever you like.",
+        "zh": "不客气！有其他问题随时问我。",
+    },
+    "about_app": {
+        "en": "I am ragkit: I answer questions from the documents in your knowledge base (add them on the "
+              "Documents page or with `python -m ragkit ingest`), citing the passages I quote. In agentic mode I "
+              "split questions that need several searches and follow one document to the next.",
+        "zh": "我是 ragkit：根据知识库中的文档回答问题（在“文档”页面或用 `python -m ragkit ingest` 添加文档），"
+              "并注明引用的段落。在智能体模式下，我会拆分需要多次检索的问题，并从一篇文档追踪到下一篇。",
+    },
+}
+DIRECT_NOTE = {
+    "en": " (Answered without searching your documents.)",
+    "zh": "（未检索文档，直接回答。）",
+}
+MISSING_NOTE = {
+    "en": " Not found in your documents: {what}.",
+    "zh": " 文档中没有找到：{what}。",
 }

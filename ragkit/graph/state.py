@@ -1,15 +1,30 @@
-"""The typed state that flows through the graph, one question at a time."""
+"""The typed state every node reads, one question at a time, and the small helpers that
+build a node's update to it (trace steps, timings).
+
+``TurnInput`` is what a caller gives the graph (``ChatEngine`` fills it); ``RagState`` adds
+what the nodes find out. A node receives the whole ``RagState`` and returns a dict of the
+fields it sets (a partial ``RagState``); ``timings`` and ``usage`` merge key by key and
+``trace`` appends, so a node adds to them instead of replacing them.
+"""
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, TypedDict
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 from ..citations import Source
 from ..contextualize import Exchange
 from ..history import TraceStep, Turn
 from ..passages import Hit
+from ..retrieval import SearchFilters
+from ..text import is_cjk_text
 from .grading import Grade
+
+AnswerMode = Literal["extractive", "llm", "not_found", "direct"]
+ChatMode = Literal["default", "agentic"]
+CHAT_MODES: tuple[str, ...] = ("default", "agentic")
 
 
 def merge_dicts(left: dict | None, right: dict | None) -> dict:
@@ -17,33 +32,110 @@ def merge_dicts(left: dict | None, right: dict | None) -> dict:
     return {**(left or {}), **(right or {})}
 
 
-class RagState(TypedDict, total=False):
-    """One turn of a conversation as it moves through the graph."""
+@dataclass(frozen=True)
+class GradedRound:
+    """A search round as graded: kept as the best one, it is what "not found" shows as the
+    closest matches and names as the question understood."""
 
-    # input
+    margin: float  # the grade's score over its threshold (below it: negative)
+    hits: tuple[Hit, ...]  # the round's passages, as focused
+    question: str  # the question as understood in that round
+
+
+@dataclass(frozen=True)
+class HopLink:
+    """A passage on the way to a multi-hop answer: found for ``entity``, a name the passage
+    ``from_id`` holds ("" for a passage the question itself led to)."""
+
+    entity: str
+    hit: Hit
+    from_id: str
+    round: int
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A name found in the evidence that the next round searches: a document's title
+    (``doc_id`` set: that document is searched) or another name (the whole knowledge base)."""
+
+    entity: str
+    from_id: str
+    doc_id: str = ""
+
+
+@dataclass(frozen=True)
+class PartVerdict:
+    """Whether the evidence covers one part of the question (a sub-question, or the last hop)."""
+
+    part: str
+    sufficient: bool
+    reason: str
+
+
+@dataclass(kw_only=True)
+class TurnInput:
+    """One question as the caller hands it to the graph."""
+
     session_id: str
     question: str
-    filters: dict  # SearchFilters as a dict
-    model_id: str  # the conversation's model choice ("extractive" for offline answers)
-    history: list[Exchange]  # earlier turns, oldest first, trimmed to the prompt budget
-    # contextualize, retrieve, grade, rewrite
-    standalone_question: str
-    alternatives: list[str]  # a follow-up's rewrites with other subjects, tried after weak evidence
-    query: str  # what the current search round looks for
-    queries: list[str]  # every query searched so far
-    hits: list[Hit]
-    grade: Grade
-    # the best-graded round: its margin over the threshold, passages (the closest matches), question
-    best: tuple[float, list[Hit], str]
+    filters: SearchFilters | None = None  # None: the whole knowledge base
+    model_id: str | None = None  # the conversation's model choice (None: the default; "extractive": offline)
+    history: list[Exchange] = field(default_factory=list)  # earlier turns, oldest first, trimmed to the budget
+    chat_mode: ChatMode = "default"  # the conversation's mode (see routing and hops)
+
+
+@dataclass(kw_only=True)
+class RagState(TurnInput):
+    """One turn of a conversation as it moves through the graph."""
+
+    # route, contextualize
+    route: str = ""  # where the question goes (see routing.ROUTES)
+    standalone_question: str = ""  # the question as understood (a follow-up made standalone)
+    alternatives: list[str] = field(default_factory=list)  # a follow-up's rewrites with other subjects
+    # retrieval rounds and their grades
+    query: str = ""  # what the current search round looks for
+    queries: list[str] = field(default_factory=list)  # every query searched so far
+    hits: list[Hit] = field(default_factory=list)  # the current round's passages
+    grade: Grade | None = None  # the current round's grade
+    best: GradedRound | None = None  # the best-graded round so far
+    # agentic rounds (hops.py)
+    sub_questions: list[str] = field(default_factory=list)  # ordered, self-contained parts (a comparison's sides)
+    links: list[HopLink] = field(default_factory=list)  # the passages each round added on the way, in order
+    bridges: list[Bridge] = field(default_factory=list)  # what the next round searches
+    followed: list[str] = field(default_factory=list)  # every bridge searched so far
+    evidence: list[Hit] = field(default_factory=list)  # every round's passages merged by id, best score kept
+    rounds: int = 0
+    parts: list[PartVerdict] = field(default_factory=list)  # the last round's sufficiency per part
     # answer
-    answer: str
-    sources: list[Source]
-    closest: list[Source]
-    found: bool
-    mode: str  # "extractive", "llm" or "not_found"
-    model: str
-    error: str  # why the model's answer was replaced, for the user
-    usage: Annotated[dict, merge_dicts]
-    timings: Annotated[dict, merge_dicts]
-    trace: Annotated[list[TraceStep], operator.add]
-    turn: Turn
+    answer: str = ""
+    sources: list[Source] = field(default_factory=list)
+    closest: list[Source] = field(default_factory=list)  # not found: the closest passages, never cited
+    found: bool = True
+    mode: AnswerMode = "extractive"
+    model: str = ""  # the model that wrote the answer ("" offline)
+    error: str = ""  # why the model's answer was replaced, for the user
+    usage: Annotated[dict, merge_dicts] = field(default_factory=dict)
+    timings: Annotated[dict, merge_dicts] = field(default_factory=dict)
+    trace: Annotated[list[TraceStep], operator.add] = field(default_factory=list)
+    # record
+    turn: Turn | None = None
+
+
+def step(name: str, detail: str) -> list[TraceStep]:
+    """A one-step trace update."""
+    return [TraceStep(name, detail)]
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter()`` reading)."""
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def add_time(state: RagState, key: str, started: float) -> dict:
+    """A timings update adding this call's time to what earlier rounds spent on ``key``."""
+    return {key: state.timings.get(key, 0.0) + elapsed_ms(started)}
+
+
+def language(state: RagState) -> str:
+    """"zh" or "en": the language the user asked in."""
+    return "zh" if is_cjk_text(state.question) else "en"

@@ -1,0 +1,75 @@
+"""Does a reply answer the question? A reply is not an answer when it
+
+- echoes the question ("电池保修多久？" to "电池保修多久？"): it says nothing the question
+  does not already say;
+- restates only the subject ("Northwind Lumen Ltd." to "Who founded Northwind Lumen?"):
+  all it adds is part of a name the question already holds;
+- does not hold the kind of thing asked (``answer_types``: a who → a person, a when → a
+  date, a how-many → a number) or, for a how-often question, a frequency ("every 6 months",
+  "twice a year", "每半年一次").
+
+``answer_problem`` says which, in words for the trace; "" when the reply answers. Sentences
+are checked as well as whole replies (``sentence_answers``) so that a streamed answer is
+shown from its first sentence that answers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .answer_types import answer_type, holds_answer
+from .citations import MARKER_RE
+from .text import is_cjk_text, search_tokens
+
+_FREQUENCY_QUESTION = re.compile(r"\bhow\s+(?:often|frequently)\b|\bhow\s+many\s+times\b|多久一次|多长时间一次|"
+                                 r"频率|多少次|几次|隔多久|多久.{0,6}(?:换|更换|检查|保养|清洗)", re.IGNORECASE)
+_FREQUENCY = re.compile(
+    r"\b(?:every|each|per|a|an)\s+(?:\d+\s+|other\s+|few\s+|couple\s+of\s+)?(?:second|minute|hour|day|week|fortnight|"
+    r"month|quarter|year|season|time|use|cycle)s?\b|\b(?:once|twice|thrice|\d+\s+times|\w+\s+times)\b|"
+    r"\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|biannually|biennially|"
+    r"regularly|continuously|never|always)\b|每|一次|两次|\d+\s*次|[一二三四五六七八九十几]次|定期|经常",
+    re.IGNORECASE)
+_NAME_RUN = re.compile(r"[A-Z][\w'’&.-]*(?:\s+(?:[A-Z][\w'’&.-]*|of|and|de|van|von))*")
+
+KIND_WORDS = {"date": "a date", "number": "a number", "person": "a person", "place": "a place",
+              "frequency": "a frequency"}
+
+
+def asked_kind(question: str) -> str | None:
+    """The kind of answer asked for: "frequency" for how-often questions, else
+    ``answer_types.answer_type`` (date, number, person, place) or None."""
+    return "frequency" if _FREQUENCY_QUESTION.search(question) else answer_type(question)
+
+
+def new_words(reply: str, question: str) -> list[str]:
+    """The reply's content words the question does not hold, leaving out the parts of
+    names that extend one of the question's ("Ltd." after "Northwind Lumen")."""
+    reply = MARKER_RE.sub(" ", reply)
+    asked = set(search_tokens(question))
+    if not is_cjk_text(reply):
+        for run in _NAME_RUN.finditer(reply):
+            if set(search_tokens(run.group(0))) & asked:
+                reply = reply.replace(run.group(0), " ", 1)
+    return [w for w in search_tokens(reply) if w not in asked]
+
+
+def answer_problem(reply: str, question: str) -> str:
+    """Why ``reply`` does not answer ``question`` (for the trace), or "" when it does."""
+    text = MARKER_RE.sub(" ", reply).strip()
+    if not set(search_tokens(text)):
+        return "it is empty"
+    if not set(search_tokens(text)) - set(search_tokens(question)):
+        return "it only repeats the question"
+    if not new_words(text, question):
+        return "it only restates the question's subject"
+    kind = asked_kind(question)
+    if kind == "frequency":
+        return "" if _FREQUENCY.search(text) else f"it does not say {KIND_WORDS[kind]}, which the question asks for"
+    if kind and holds_answer(text, question) is False:
+        return f"it does not say {KIND_WORDS[kind]}, which the question asks for"
+    return ""
+
+
+def sentence_answers(sentence: str, question: str) -> bool:
+    """True when this one sentence answers the question (see ``answer_problem``)."""
+    return not answer_problem(sentence, question)

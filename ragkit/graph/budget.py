@@ -1,0 +1,78 @@
+"""One turn's model budget: the time it may wait for models and its structured calls.
+
+``RAGKIT_LLM_TIMEOUT_S`` bounds all model waiting in a turn: the structured calls (a
+rewrite, a grade: the whole call is waiting) and the answer stream's silences (until its
+first token and between tokens; streaming text is progress, not waiting) draw on one
+allowance, and a call gets only what is left of it. A turn makes at most one structured
+call (``MAX_STRUCTURED_CALLS``): the first step that would gain from the model's judgement
+(a follow-up's rewrite, else the grade) gets it, later ones use the offline judgement.
+
+``ChatEngine.stream`` gives every turn a new ``TurnBudget`` (``RagContext.budget``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+MAX_STRUCTURED_CALLS = 1
+
+
+@dataclass
+class TurnBudget:
+    """What one turn may still spend on models."""
+
+    limit_s: float
+    waited_s: float = 0.0
+    structured_calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def remaining(self) -> float:
+        """Seconds of waiting left in this turn."""
+        return max(0.0, self.limit_s - self.waited_s)
+
+    def spend(self, seconds: float) -> None:
+        """Count ``seconds`` of waiting for a model."""
+        with self._lock:
+            self.waited_s += max(0.0, seconds)
+
+    def may_call_structured(self) -> bool:
+        """True when this turn has a structured call left and time to wait for it."""
+        return self.structured_calls < MAX_STRUCTURED_CALLS and self.remaining() > 1.0
+
+    def structured_call(self) -> "_Timed":
+        """``with budget.structured_call(): ...``: counts the call and its time."""
+        self.structured_calls += 1
+        return _Timed(self)
+
+
+class _Timed:
+    def __init__(self, budget: TurnBudget):
+        self.budget = budget
+
+    def __enter__(self) -> "_Timed":
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.budget.spend(time.monotonic() - self.started)
+
+
+def structured_reply(context, choice, messages, field: str | None, schema=None) -> str:
+    """A structured call (``model_io.structured_text``) within the turn's budget: counted,
+    timed, with only the time the turn has left (at most RAGKIT_REWRITE_TIMEOUT_S); a
+    usable reply is remembered (``JudgeMemory``), an unusable one the caller reports with
+    ``ModelClients.judge_failed``."""
+    from .model_io import structured_text
+
+    budget = context.budget
+    timeout_s = budget.remaining() if budget else None
+    client = context.models.judging(choice, timeout_s)
+    if budget is None:
+        text = structured_text(client, messages, field, schema)
+    else:
+        with budget.structured_call():
+            text = structured_text(client, messages, field, schema)
+    context.models.judge_succeeded(choice)
+    return text

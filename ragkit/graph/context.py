@@ -1,0 +1,40 @@
+"""The graph's configuration and dependencies for a run (LangGraph's context schema).
+
+The state (``state.py``) holds what changes during a turn; the context holds what does
+not: the settings (every threshold and limit the nodes use is a ``Settings`` field,
+validated and documented in README's configuration table), the passages, the session
+history and the model clients. Nodes receive it as ``runtime.context``:
+
+    def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict: ...
+
+    graph.stream(TurnInput(...), context=RagContext(settings, kb, history, models))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Settings
+from ..history import HistoryManager
+from ..llm import ModelChoice, ModelClients
+from .budget import TurnBudget
+from .retriever import PassageRetriever
+from .state import RagState
+
+
+@dataclass(frozen=True)
+class RagContext:
+    """What every node may use besides the state."""
+
+    settings: Settings
+    passages: PassageRetriever
+    history: HistoryManager
+    models: ModelClients
+    # Answer even when the grade calls the evidence weak (the grade is still recorded): what
+    # ``eval --answers`` measures, the answerer on every question rather than the judge.
+    always_answer: bool = False
+    budget: TurnBudget | None = None  # this turn's model waiting and structured calls (``ChatEngine`` sets it)
+
+    def choice(self, state: RagState) -> ModelChoice:
+        """The model this turn answers with (the offline answerer is one of the choices)."""
+        return self.models.choice(state.model_id)

@@ -1,0 +1,336 @@
+"""Agentic rounds: plan the parts of a question, follow hops, judge each part.
+
+    contextualize → plan → hop_round ─┬─ bridges left, rounds left → hop_round
+                                      ├─ a chain of hops or a comparison → extract_hops / generate
+                                      └─ one passage enough (single hop) → grade (default path)
+
+- ``plan``: a comparison ("Which is older, X or Y?") becomes one self-contained
+  sub-question per side; anything else is one part, the question.
+- ``hop_round``: the first round searches each part (plus the documents whose titles the
+  question names); later rounds search the bridges the previous round found: a document
+  title a passage names (that document is searched), else, for a question that describes
+  a thing through another ("the designer of the machine …"), the names the passage holds
+  that the question does not. Every round's passages merge into ``evidence`` by passage
+  id, best score kept; each passage reached on the way is a ``HopLink``.
+- ``after_hop``: another round while bridges are left and rounds remain
+  (``settings.agentic_rounds``); then the answer. A question that found no hop and is no
+  comparison is answered by the default path from its first round (same passages, same
+  grade), so a single-hop question pays for nothing it does not need.
+- ``extract_hops``: offline, the sentence of each hop in order (the bridge fact, then the
+  answer fact), each cited; a comparison shows each side's fact side by side; a part whose
+  evidence does not suffice is named as missing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+from typing import Literal
+
+from langgraph.runtime import Runtime
+
+from ..citations import sources_from_hits, validate_markers
+from ..extractive import extractive_answer
+from ..passages import Hit
+from ..retrieval import SearchFilters
+from ..text import split_sentences
+from . import events, prompts
+from .context import RagContext
+from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
+from .grading import grade_offline
+from .rounds import focus_hits
+from .state import Bridge, HopLink, PartVerdict, RagState, add_time, language, step
+
+
+def plan(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Split a comparison into one sub-question per side; anything else is one part."""
+    question = state.standalone_question
+    comparison = comparison_sides(question)
+    parts = comparison.sub_questions() if comparison else [question]
+    detail = ("a comparison: each side searched on its own: " + "; ".join(f"“{p}”" for p in parts)
+              if comparison else
+              "one part; hops followed where a passage names what the question leads to"
+              if has_hop_structure(question) else "one part")
+    return {"sub_questions": parts, "rounds": 0, "links": [], "bridges": [], "followed": [], "evidence": [],
+            "trace": step("Planned", detail)}
+
+
+def merge_hits(pool: list[Hit], new: list[Hit]) -> list[Hit]:
+    """``pool`` plus ``new`` by passage id, each passage once with its best score, best first."""
+    best: dict[str, Hit] = {hit.id: hit for hit in pool}
+    for hit in new:
+        if hit.id not in best or hit.score > best[hit.id].score:
+            best[hit.id] = hit
+    return sorted(best.values(), key=lambda hit: -hit.score)
+
+
+def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """One round: the parts (first round) or the bridges found so far (later rounds)."""
+    started = time.perf_counter()
+    context = runtime.context
+    number = state.rounds + 1
+    if number == 1:
+        links, evidence, queries, searched = first_round(state, context)
+    else:
+        links, evidence, queries, searched = bridge_round(state, context, number)
+    all_links = [*state.links, *links]
+    bridges = find_bridges(state, context, links, all_links)
+    single = not bridges and len(state.sub_questions) == 1 and all(link.round == 1 for link in all_links)
+    # a single hop goes to the default path's grade, which judges it: not graded twice
+    parts = [] if single else judge_parts(state, context, evidence, all_links)
+    runtime.stream_writer(events.status(f"Round {number}: {len(evidence)} passages"))
+    found = ", ".join(f"“{link.hit.title}”" for link in links) or "nothing new"
+    next_up = ", ".join(f"“{b.entity}”" for b in bridges) or "none"
+    trace = step(f"Round {number}", f"searched {searched}; reached {found}; bridges for the next round: {next_up}")
+    if parts:
+        trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
+                                               f"({p.reason})" for p in parts))
+    hits = answer_evidence(replace(state, links=all_links, evidence=evidence), context.settings.agentic_evidence)
+    return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
+            "hits": hits, "query": state.standalone_question,
+            "queries": [*state.queries, *queries], "followed": [*state.followed, *(b.entity for b in state.bridges)],
+            "trace": trace, "timings": add_time(state, "retrieve_ms", started)}
+
+
+def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], list[Hit], list[str], str]:
+    """Each part searched as the default path searches a question (focused the same way);
+    its best passage, and the best passage of every document the question names by title,
+    start the chain."""
+    settings, passages = context.settings, context.passages
+    filters = state.filters or SearchFilters()
+    evidence: list[Hit] = []
+    links: list[HopLink] = []
+    for part in state.sub_questions:
+        hits = focus_hits(passages, part, passages.search(part, settings.top_k, filters), settings)
+        evidence = merge_hits(evidence, hits)
+        if hits:
+            links.append(HopLink(part, hits[0], "", 1))
+    titles = passages.document_titles(filters)
+    chained = {link.hit.doc_id for link in links}
+    for title in mentioned_titles(state.standalone_question, titles):
+        doc_id = titles[title]
+        if doc_id in chained:
+            continue
+        found = passages.search_document(state.standalone_question, doc_id, 1)
+        if found:
+            links.append(HopLink(title, found[0], "", 1))
+            evidence = merge_hits(evidence, found)
+            chained.add(doc_id)
+    searched = "; ".join(f"“{part}”" for part in state.sub_questions)
+    return links, evidence, list(state.sub_questions), searched
+
+
+def bridge_round(state: RagState, context: RagContext, number: int) -> tuple[list[HopLink], list[Hit], list[str], str]:
+    """Search each bridge: a named document within itself, another name everywhere (the
+    first passage of a document not on the chain yet that holds the name)."""
+    settings, passages = context.settings, context.passages
+    chained = {link.hit.doc_id for link in state.links}
+    evidence, links, queries = list(state.evidence), [], []
+    for bridge in state.bridges:
+        query = f"{bridge.entity} {state.standalone_question}"
+        queries.append(query)
+        if bridge.doc_id:
+            found = passages.search_document(query, bridge.doc_id, 1)
+        else:
+            found = [hit for hit in passages.search(bridge.entity, settings.top_k, state.filters or SearchFilters())
+                     if hit.doc_id not in chained and bridge.entity.lower() in hit.context.text.lower()][:1]
+        if found and found[0].doc_id not in chained:
+            links.append(HopLink(bridge.entity, found[0], bridge.from_id, number))
+            evidence = merge_hits(evidence, found)
+            chained.add(found[0].doc_id)
+    return links, evidence, queries, "; ".join(f"“{b.entity}”" for b in state.bridges)
+
+
+def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all_links: list[HopLink]) -> list[Bridge]:
+    """What the next round searches: the documents the new passages name by title (not on
+    the chain yet); failing those, for a question with hop structure, the names the new
+    passages hold that the question does not. At most ``settings.agentic_bridges``."""
+    if state.rounds + 1 >= context.settings.agentic_rounds:
+        return []
+    titles = context.passages.document_titles(state.filters)
+    chained = {link.hit.doc_id for link in all_links}
+    tried = set(state.followed) | {b.entity for b in state.bridges}
+    question = state.standalone_question
+    found: list[Bridge] = []
+    for link in links:
+        for title in mentioned_titles(link.hit.context.text, titles):
+            doc_id = titles[title]
+            if doc_id not in chained and title not in tried and title not in question:
+                found.append(Bridge(title, link.hit.id, doc_id))
+                tried.add(title)
+    if not found and has_hop_structure(question):
+        for link in links:
+            for name in name_candidates(_answering_part(link, question), question):
+                if name not in tried and name != link.hit.title:
+                    found.append(Bridge(name, link.hit.id))
+                    tried.add(name)
+    return found[: context.settings.agentic_bridges]
+
+
+def _answering_part(link: HopLink, question: str) -> str:
+    """A hop passage's sentences as one text (names are looked for in all of them)."""
+    return link.hit.context.text
+
+
+def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links: list[HopLink]) -> list[PartVerdict]:
+    """Each part graded as the default path grades a question: a comparison's sides on the
+    passages reached for them, a chain's question on its last hop's passage."""
+    passages, settings = context.passages, context.settings
+    if len(state.sub_questions) > 1:
+        parts = []
+        for part, link in zip(state.sub_questions, links):
+            verdict = grade_offline(part, [link.hit], passages.idf(part), passages.embed_sentences, settings)
+            parts.append(PartVerdict(part, verdict.sufficient, verdict.reason))
+        return parts
+    question = state.standalone_question
+    path = chain(links)
+    hits = [joined(path)] if len(path) > 1 else evidence
+    verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, settings)
+    return [PartVerdict(question, verdict.sufficient, verdict.reason)]
+
+
+def joined(path: list[HopLink]) -> Hit:
+    """The chain's passages read as one (what a multi-hop question is graded against: no
+    single hop holds all its words)."""
+    first = path[0].hit
+    text = "\n".join(link.hit.context.text for link in path)
+    return replace(first, passage=replace(first.passage, text=text, end=first.passage.start + len(text)), parent=None)
+
+
+def deepest(links: list[HopLink]) -> HopLink | None:
+    """The last passage reached (the latest round's first), or None."""
+    return max(links, key=lambda link: link.round, default=None)
+
+
+def after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["hop_round", "extract_hops", "generate",
+                                                                       "grade"]:
+    """Another round while bridges are left (the round cap is applied when they are found);
+    then a chain or a comparison is answered from its hops, a single hop by the default path."""
+    if state.bridges:
+        return "hop_round"
+    if len(state.sub_questions) > 1 or any(link.round > 1 for link in state.links):
+        return "generate" if runtime.context.choice(state).generated else "extract_hops"
+    return "grade"
+
+
+def chain(links: list[HopLink]) -> list[HopLink]:
+    """The hops from the question to the last passage reached, in order."""
+    by_id = {link.hit.id: link for link in links}
+    path: list[HopLink] = []
+    link = deepest(links)
+    while link is not None and link not in path:
+        path.insert(0, link)
+        link = by_id.get(link.from_id)
+    return path
+
+
+def answer_evidence(state: RagState, limit: int) -> list[Hit]:
+    """The passages the answer draws on: the chain (or each side's passage) first, then the
+    rest of the evidence by score; at most ``limit``. A single hop: the first round's
+    passages as the default path focused them."""
+    if len(state.sub_questions) <= 1 and not any(link.round > 1 for link in state.links):
+        return state.evidence[:limit]
+    first: list[Hit] = []
+    for link in (state.links if len(state.sub_questions) > 1 else chain(state.links)):
+        if link.hit.id not in {hit.id for hit in first}:
+            first.append(link.hit)
+    first = first[-limit:]  # a chain longer than the limit keeps its last hops, where the answer is
+    seen = {hit.id for hit in first}
+    return (first + [hit for hit in state.evidence if hit.id not in seen])[:limit]
+
+
+def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Quote the sentence of each hop in order, each cited (a comparison: each side's fact
+    side by side); name the parts the evidence does not cover."""
+    started = time.perf_counter()
+    context = runtime.context
+    hits = answer_evidence(state, context.settings.agentic_evidence)
+    sources = sources_from_hits(hits)
+    number = {hit.id: index for index, hit in enumerate(hits, start=1)}
+    cjk = language(state) == "zh"
+    if len(state.sub_questions) > 1:
+        comparison = comparison_sides(state.standalone_question)
+        facts = [(side, _side_fact(context, part, link.hit))
+                 for side, part, link in zip(comparison.sides if comparison else state.sub_questions,
+                                             state.sub_questions, state.links)]
+        verdict = compare(state.standalone_question, facts)
+        colon = "：" if cjk else ":"
+        pieces = ([f"{verdict}{'。' if cjk else '.'}"] if verdict else []) + [
+            f"{side}{colon} {sentence}[{number[link.hit.id]}]".replace(f"{colon} ", colon if cjk else f"{colon} ")
+            for (side, sentence), link in zip(facts, state.links) if sentence]
+    else:
+        path = [link for link in chain(state.links) if link.hit.id in number]
+        pieces = [_bridge_sentence(link.hit, path[i + 1].entity, number[link.hit.id])
+                  for i, link in enumerate(path[:-1])]
+        pieces.append(_fact(context, state.standalone_question, path[-1].hit, number[path[-1].hit.id]))
+    text = ("" if cjk else " ").join(piece for piece in pieces if piece)
+    missing = [part.part for part in state.parts if not part.sufficient]
+    lang = language(state)
+    if missing and not context.always_answer:
+        text += prompts.MISSING_NOTE[lang].format(what="; ".join(missing))
+    answer = validate_markers(text, sources)
+    runtime.stream_writer(events.sources(sources, True))
+    runtime.stream_writer(events.token(answer))
+    cited = sum(source.cited for source in sources)
+    return {"answer": answer, "sources": sources, "hits": hits, "closest": [], "found": True, "mode": "extractive",
+            "model": "", "usage": {},
+            "trace": step("Answered", f"quoted {cited} passages hop by hop, offline"
+                          + (f"; missing: {'; '.join(missing)}" if missing else "")),
+            "timings": add_time(state, "generate_ms", started)}
+
+
+_COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b"
+                          r"|更|最|先|早|晚")
+_SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b"
+                           r"|早|先|少|小|矮|短|低")
+_NUMBER = re.compile(r"\d[\d,.]*")
+
+
+def _side_fact(context: RagContext, part: str, hit: Hit) -> str:
+    """One side's fact: for a comparative question ("taller", "founded first", 更高) the
+    passage's first sentence holding a number (sizes and dates are compared), else the
+    extractive answerer's best sentence."""
+    sentences = [span.text.strip() for span in split_sentences(hit.context.text) if not span.text.startswith("#")]
+    if _COMPARATIVE.search(part):
+        numbered = [sentence for sentence in sentences if _NUMBER.search(sentence)]
+        if numbered:
+            return numbered[0]
+    answer = extractive_answer(part, [hit], context.settings, context.passages.embed_sentences,
+                               context.passages.idf(part))
+    return re.sub(r"\[\d+\]", "", answer.text).strip() if answer.sources and answer.sources[0].cited else ""
+
+
+def compare(question: str, facts: list[tuple[str, str]]) -> str:
+    """The side a comparative question picks, from the first number of each side's fact
+    (the smaller for "first / earlier / older / 更早", else the larger); "" when a side has
+    no number or they are equal."""
+    if not _COMPARATIVE.search(question) or len(facts) != 2:
+        return ""
+    values = []
+    for side, sentence in facts:
+        match = _NUMBER.search(sentence)
+        if not match:
+            return ""
+        values.append((float(match.group(0).replace(",", "").rstrip(".")), side))
+    (first, a), (second, b) = values
+    if first == second:
+        return ""
+    smaller = a if first < second else b
+    larger = b if smaller == a else a
+    return smaller if _SMALLER_WINS.search(question) else larger
+
+
+def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:
+    """The sentence of ``hit`` that names the next hop's ``entity``, cited."""
+    for sentence in split_sentences(hit.context.text):
+        if entity.lower() in sentence.text.lower() and not sentence.text.startswith("#"):
+            return f"{sentence.text.strip()}[{n}]"
+    return ""
+
+
+def _fact(context: RagContext, question: str, hit: Hit, n: int) -> str:
+    """The best sentences of one passage for ``question`` (the extractive answerer's), cited as ``n``."""
+    answer = extractive_answer(question, [hit], context.settings, context.passages.embed_sentences,
+                               context.passages.idf(question))
+    return re.sub(r"\[1\]", f"[{n}]", answer.text) if answer.sources and answer.sources[0].cited else ""

@@ -1,0 +1,247 @@
+"""Talking to a chat model: the answer stream (read with a deadline, cut at prompt echoes
+and the token limit), structured replies (JSON schema, else JSON mode), and the context
+budget (how much of the window the sources may fill, and packing them into it).
+
+Every failure ragkit names itself derives from ``ragkit.errors.ModelError``; the nodes
+that call a model catch these (and the client's own errors, explained by
+``llm.explain_llm_error``) and fall back: to the offline rewrite or grade, or to the
+extractive answer.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import openai
+from langchain_core.messages import SystemMessage
+
+from ..citations import Source
+from ..config import Settings
+from ..contextualize import Exchange
+from ..errors import ModelError
+from ..llm import ModelChoice, context_window
+from ..text import count_tokens, split_sentences
+from .budget import TurnBudget
+from .checks import cut_prompt_echo
+from .events import EventWriter, status, token
+from .prompts import PromptSource
+
+WAIT_NOTICE_S = 3.0  # tell the user we are waiting for the model after this long
+MIN_SOURCE_TOKENS = 150  # a prompt with less room than this for sources is not worth sending
+
+
+class ModelTimeout(ModelError, TimeoutError):
+    """The model sent nothing for too long."""
+
+    def __init__(self, waited_s: float):
+        super().__init__(f"no reply in {waited_s:.0f} s")
+        self.waited_s = waited_s
+
+
+class StreamBroken(ModelError):
+    """The answer stream stopped before the server said it was complete."""
+
+
+class ContextTooSmall(ModelError):
+    """The prompt cannot fit the model's context window."""
+
+
+class UnusableAnswer(ModelError):
+    """The model's reply is not an answer (empty, echoed instructions, no structured output,
+    no sentence supported, not what was asked); ``withheld``: its sentences not shown."""
+
+    def __init__(self, message: str, withheld: list | None = None):
+        super().__init__(message)
+        self.withheld = withheld or []
+
+
+# ----- the answer stream ---------------------------------------------------------------
+
+
+def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[float], None] = lambda waited: None,
+                         budget: TurnBudget | None = None):
+    """The client's stream, read on a helper thread so that waiting can be reported and
+    bounded: ``on_wait(seconds)`` every second after a few seconds of silence,
+    ModelTimeout once the silences reach ``idle_s`` (with a ``budget``: what the turn has
+    left, and they are added to it). An abandoned request is hung up on (its connection
+    closed), which stops a server such as llama.cpp from generating on for nobody."""
+    chunks: queue.Queue = queue.Queue()
+    stream = client.stream(messages)
+    done = object()
+
+    def pump() -> None:
+        try:
+            for chunk in stream:
+                chunks.put(chunk)
+        except Exception as exc:  # handed to the reading side
+            chunks.put(exc)
+        chunks.put(done)
+
+    allowance = budget.remaining() if budget else idle_s
+    spent_before = budget.waited_s if budget else 0.0
+    threading.Thread(target=pump, daemon=True, name="ragkit-model-stream").start()
+    last_heard = time.monotonic()
+    silent = 0.0  # this stream's silences before the current one
+    finished = False
+    try:
+        while True:
+            waited = time.monotonic() - last_heard
+            left = allowance - silent - waited
+            if left <= 0:
+                raise ModelTimeout(spent_before + silent + waited)
+            try:
+                item = chunks.get(timeout=min(1.0, left))
+            except queue.Empty:
+                waited = time.monotonic() - last_heard
+                if waited >= WAIT_NOTICE_S:
+                    on_wait(spent_before + silent + waited)
+                continue
+            gap = time.monotonic() - last_heard
+            silent += gap
+            if budget:
+                budget.spend(gap)
+            if item is done:
+                finished = True
+                return
+            if isinstance(item, (TimeoutError, openai.APITimeoutError)):
+                raise ModelTimeout(spent_before + silent) from item  # the client's own timeout came first
+            if isinstance(item, Exception):
+                raise item
+            yield item
+            last_heard = time.monotonic()  # the reader's own work (checking sentences) is not waiting
+    except ModelTimeout:
+        if budget:
+            budget.spend(time.monotonic() - last_heard)
+        raise
+    finally:
+        if not finished:
+            hang_up(client)
+        try:
+            stream.close()
+        except Exception:  # still running on the helper thread: hang_up ends it
+            pass
+
+
+def hang_up(client) -> None:
+    """Close the client's connections: an unfinished request ends (the server sees the
+    client leave). The client is made again for the next call (``ModelClients.answering``)."""
+    try:
+        client.root_client.close()
+    except Exception:  # not an OpenAI client (a test's), or already closed
+        pass
+
+
+def read_answer(client, messages, settings: Settings, write: EventWriter,
+                budget: TurnBudget | None = None) -> tuple[str, dict]:
+    """The model's answer text and token usage, each new piece sent as a ``token`` event,
+    until the model finishes, echoes the prompt or reaches the answer-token limit (counted
+    in tokens, not chunks); usage["truncated"] when it was stopped before its end (the
+    token limit, a prompt echo).
+    StreamBroken when the stream ends without a finish reason."""
+    text, usage, finished = "", {}, False
+    waiting = lambda waited: write(status(f"Waiting for the model… {waited:.0f} s"))  # noqa: E731
+    for chunk in stream_with_deadline(client, messages, settings.llm_timeout_s, waiting, budget):
+        piece = chunk.content if isinstance(chunk.content, str) else ""
+        if getattr(chunk, "usage_metadata", None):
+            usage = dict(chunk.usage_metadata) | {k: v for k, v in usage.items() if k == "truncated"}  # after the end
+        reason = (chunk.response_metadata or {}).get("finish_reason")
+        finished = finished or bool(reason)
+        if reason == "length":  # the server stopped it at its token limit
+            usage["truncated"] = True
+        if not piece:
+            continue
+        clean, echoed = cut_prompt_echo(text + piece)
+        if clean[len(text):]:
+            write(token(clean[len(text):]))
+        text = clean
+        if echoed or count_tokens(text) >= settings.max_answer_tokens:
+            return text, usage | {"truncated": True}  # stopped here: its last sentence may be unfinished
+    if not finished:
+        raise StreamBroken("the stream ended before the server said it was complete")
+    return text, usage
+
+
+# ----- structured replies ----------------------------------------------------------------
+
+
+def structured_text(client, messages, field: str | None, schema=None) -> str:
+    """A structured call returning JSON text: ``{field: ...}`` (or ``schema``'s fields).
+
+    JSON-schema output first; a server that does not take a schema (llama.cpp's server
+    accepts only "json_object") gets JSON mode with the fields described in words."""
+    from pydantic import BaseModel, create_model
+
+    model = schema or create_model("Rewrite", **{field: (str, ...)}, __base__=BaseModel)
+    try:
+        result = client.with_structured_output(model, method="json_schema").invoke(messages)
+    except Exception as exc:
+        if "response_format" not in str(exc) and "json_schema" not in str(exc):
+            raise
+        fields = ", ".join(f'"{name}"' for name in model.model_fields)
+        hint = SystemMessage(f"Reply with one JSON object with the keys {fields} and nothing else.")
+        result = client.with_structured_output(model, method="json_mode").invoke([messages[0], hint, *messages[1:]])
+    if result is None:
+        raise UnusableAnswer("the model returned no structured output")
+    if schema is not None:
+        return result.model_dump_json()
+    return getattr(result, field)
+
+
+def short(exc: BaseException) -> str:
+    """An exception in a few words, for the trace."""
+    return f"{type(exc).__name__}: {str(exc)[:80]}"
+
+
+# ----- the context budget ------------------------------------------------------------------
+
+
+def source_budget(settings: Settings, choice: ModelChoice, system: str, history: list[Exchange],
+                  question: str) -> int:
+    """The tokens the sources may fill: the context window less the answer, the system
+    prompt, the history and the question (at most ``settings.context_tokens``)."""
+    fixed = count_tokens(system) + count_tokens(question) + 120
+    fixed += sum(count_tokens(e.question) + count_tokens(e.answer) + 8 for e in history)
+    room = context_window(settings, choice) - settings.max_answer_tokens - fixed
+    return min(settings.context_tokens, room)
+
+
+def fit_history(settings: Settings, choice: ModelChoice, system: str, history: list[Exchange],
+                question: str) -> tuple[list[Exchange], int]:
+    """The history that leaves the sources room (oldest turns dropped first) and that room;
+    ContextTooSmall when even no history leaves enough."""
+    history = list(history)
+    budget = source_budget(settings, choice, system, history, question)
+    while budget < MIN_SOURCE_TOKENS and history:
+        history = history[1:]
+        budget = source_budget(settings, choice, system, history, question)
+    if budget < MIN_SOURCE_TOKENS:
+        raise ContextTooSmall(f"the question does not fit {choice.model}'s "
+                              f"{context_window(settings, choice)}-token context window with its answer; "
+                              "raise RAGKIT_MODEL_CONTEXT_TOKENS if the server allows more")
+    return history, budget
+
+
+def pack_context(sources: list[Source], budget_tokens: int) -> list[PromptSource]:
+    """The best sources that fit the budget; a source that does not fit whole is shortened
+    to its leading whole sentences (never cut mid-sentence)."""
+    packed, used = [], 0
+    for source in sources:
+        cost = count_tokens(source.text) + 16
+        if used + cost <= budget_tokens:
+            packed.append(PromptSource(source.n, source.title, source.text))
+            used += cost
+            continue
+        kept, kept_cost = [], 16
+        for sentence in split_sentences(source.text):
+            sentence_cost = count_tokens(sentence.text) + 1
+            if used + kept_cost + sentence_cost > budget_tokens:
+                break
+            kept.append(sentence.text)
+            kept_cost += sentence_cost
+        if kept:
+            packed.append(PromptSource(source.n, source.title, " ".join(kept)))
+        break
+    return packed

@@ -1,0 +1,204 @@
+"""Agentic mode (issue 16): route, comparisons per side, hops followed, the round cap,
+the mode kept per conversation; offline over a real knowledge base, and with the model
+answering through the local OpenAI-compatible test server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragkit.chat import ChatEngine
+from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
+from ragkit.errors import QuestionError
+from ragkit.eval import run_multihop
+from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
+from ragkit.graph.hops import merge_hits
+from ragkit.history import HistoryManager
+from ragkit.passages import Hit, Passage
+
+LOVELACE = "Where was the designer of the machine Ada Lovelace wrote an algorithm for born?"
+
+
+@pytest.fixture
+def lovelace(kb):
+    """The issue's three one-line files."""
+    kb.ingest(b"Ada Lovelace wrote an algorithm for the Analytical Engine, a machine designed by Charles Babbage.",
+              filename="ada.txt")
+    kb.ingest(b"Charles Babbage was born in London in 1791.", filename="babbage.txt")
+    kb.ingest(b"The Difference Engine was an automatic mechanical calculator designed to tabulate polynomial "
+              b"functions.", filename="difference.txt")
+    return kb
+
+
+def searches(turn) -> int:
+    return sum(step.step == "Searched" or step.step.startswith("Round ") for step in turn.trace)
+
+
+def test_the_lovelace_question_is_answered_from_both_documents_both_cited(settings, lovelace):
+    engine = ChatEngine(settings, lovelace)
+    default = engine.ask("d", LOVELACE, mode="default")
+    assert "London" not in default.answer  # one search: the Ada sentence only
+    turn = engine.ask("a", LOVELACE, mode="agentic")
+    cited = [source.filename for source in turn.sources if source.cited]
+    assert cited == ["ada.txt", "babbage.txt"]
+    assert "London" in turn.answer
+    assert turn.answer.index("Charles Babbage.") < turn.answer.index("born in London")  # the bridge fact first
+    steps = [step.step for step in turn.trace]
+    assert steps[:3] == ["Routed", "Planned", "Round 1"] and "Round 2" in steps and "Sufficiency" in steps
+
+
+@pytest.mark.parametrize("message", ["hello", "Thanks!", "what can you do?", "你好", "谢谢"])
+def test_small_talk_takes_the_direct_path_in_agentic_mode_only(settings, lovelace, message):
+    engine = ChatEngine(settings, lovelace)
+    turn = engine.ask("g", message, mode="agentic")
+    assert turn.mode == "direct" and turn.sources == [] and searches(turn) == 0
+    assert "without searching" in turn.answer or "未检索" in turn.answer
+    assert searches(engine.ask("h", message, mode="default")) >= 1
+
+
+def test_a_comparison_retrieves_both_sides(settings, kb):
+    kb.ingest(b"The Sundergate Tower is an office tower. It is 214 metres tall.", filename="sundergate.txt")
+    kb.ingest(b"The Wrayburn Spire is a church spire. It rises 96 metres above the square.", filename="wrayburn.txt")
+    kb.ingest(b"The Sundergate Bridge is 40 metres tall and crosses the river.", filename="bridge.txt")
+    turn = ChatEngine(settings, kb).ask("c", "Which is taller, the Sundergate Tower or the Wrayburn Spire?",
+                                        mode="agentic")
+    cited = {source.filename for source in turn.sources if source.cited}
+    assert cited == {"sundergate.txt", "wrayburn.txt"}
+    assert "214 metres" in turn.answer and "96 metres" in turn.answer
+    planned = next(step.detail for step in turn.trace if step.step == "Planned")
+    assert "Sundergate Tower" in planned and "Wrayburn Spire" in planned
+
+
+def _chain(kb, length: int) -> None:
+    """Documents each naming the next one by title: Stage 1 → Stage 2 → …"""
+    for number in range(1, length + 1):
+        text = f"Stage {number}\nStage {number} of the relay hands the baton to Stage {number + 1}."
+        kb.ingest(text.encode(), filename=f"Stage {number}.txt")
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 10])
+def test_the_round_cap_stops_the_hops_before_langgraphs_recursion_limit(settings, kb, cap):
+    _chain(kb, 12)
+    engine = ChatEngine(settings.model_copy(update={"agentic_rounds": cap}), kb)
+    turn = engine.ask("r", "Who takes the baton from the stage after the stage after Stage 1?", mode="agentic")
+    assert searches(turn) == cap
+    assert f"Round {cap}" in [step.step for step in turn.trace]
+
+
+def test_a_single_hop_question_costs_one_round_and_the_default_answer(settings, lovelace):
+    engine = ChatEngine(settings, lovelace)
+    question = "When was Charles Babbage born?"
+    agentic, default = engine.ask("s1", question, mode="agentic"), engine.ask("s2", question, mode="default")
+    assert searches(agentic) == 1 and agentic.answer == default.answer
+
+
+def test_the_mode_is_kept_per_conversation_and_the_setting_names_new_ones(settings, lovelace):
+    engine = ChatEngine(settings.model_copy(update={"chat_mode": "agentic"}), lovelace)
+    assert engine.mode_for("new") == "agentic"
+    engine.history.set_session_mode("plain", "default")
+    assert engine.mode_for("plain") == "default"
+    assert engine.ask("plain", "hello").mode != "direct"
+    assert engine.ask("new", "hello").mode == "direct"
+    with pytest.raises(QuestionError):
+        engine.ask("x", "hello", mode="clever")
+
+
+def test_the_mode_column_is_a_migration(tmp_path):
+    history = HistoryManager(tmp_path / "sessions.sqlite3")
+    history.set_session_mode("s", "agentic")
+    history.close()
+    assert HistoryManager(tmp_path / "sessions.sqlite3").session_mode("s") == "agentic"
+
+
+# ----- the offline pieces ------------------------------------------------------------------
+
+
+def test_comparisons_are_split_into_their_two_sides():
+    assert comparison_sides("Who was born earlier, the composer Adela Voskuyl or the composer Bertrand Kael?").sides \
+        == ("Adela Voskuyl", "Bertrand Kael")
+    assert comparison_sides("Were Fjellmark Motors and Corrin Automotive founded by the same person?").sides == \
+        ("Fjellmark Motors", "Corrin Automotive")
+    assert comparison_sides("望潮塔和栖鹤塔，哪一座更高？").sides == ("望潮塔", "栖鹤塔")
+    assert comparison_sides("What is the population of Jan Mayen?") is None
+
+
+def test_hop_structure_and_bridges():
+    assert has_hop_structure("In which town was the founder of the company that makes the K4 born?")
+    assert has_hop_structure("发明旋羽测风仪的人在哪所大学任教？")
+    assert not has_hop_structure("When was Charles Babbage born?")
+    titles = {"Brightwick K4": "a", "Brightwick": "b", "Halvorsen Outdoor Works": "c", "notes": "d"}
+    assert mentioned_titles("The Brightwick K4 is made by Halvorsen Outdoor Works; see notes.", titles) == \
+        ["Halvorsen Outdoor Works", "Brightwick K4"]
+    assert name_candidates("It was designed by Charles Babbage.", "Who designed it?") == ["Charles Babbage"]
+    assert "杭素岚" in name_candidates("它的发明者是气象学家杭素岚。", "发明旋羽测风仪的人在哪所大学任教？")
+
+
+def test_rounds_merge_by_passage_keeping_the_best_score():
+    def hit(position, score):
+        return Hit(Passage("t", 1, position, 0, 1, 1, doc_id="d"), "t", "t.txt", "txt", score)
+
+    merged = merge_hits([hit(0, 0.4), hit(1, 0.9)], [hit(0, 0.7), hit(2, 0.1)])
+    assert [(h.passage.position, h.score) for h in merged] == [(1, 0.9), (0, 0.7), (2, 0.1)]
+
+
+def test_eval_multihop_reports_evidence_per_mode_and_language(settings, embedder, tmp_path):
+    items = [
+        {"_id": "1", "lang": "en", "type": "bridge", "question": "Which river flows through the hometown of the "
+         "drummer of The Copper Finches?", "answer": "River Tamsley",
+         "supporting_facts": [["The Copper Finches", 1], ["Jonah Peverell", 1], ["Eddlestowe", 1]],
+         "context": [["The Copper Finches", ["The Copper Finches are an indie band.",
+                                             "Their drummer is Jonah Peverell."]],
+                     ["Jonah Peverell", ["Jonah Peverell is a drummer.", "He grew up in Eddlestowe."]],
+                     ["Eddlestowe", ["Eddlestowe is a market town.", "The River Tamsley flows through it."]],
+                     ["Jonah Pevensey", ["Jonah Pevensey was a pianist born on the River Ambel."]]]},
+    ]
+    path = tmp_path / "mh.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    agentic = run_multihop(path, settings.model_copy(update={"chat_mode": "agentic"}), embedder=embedder)
+    assert agentic["evidence_all_found"] == 1.0 and agentic["en"]["evidence_recall"] == 1.0
+    assert agentic["answer_contains"] == 1.0 and agentic["rounds_mean"] == 3
+    assert agentic["comparison_correct"] is None and agentic["evidence_passages_mean"] <= 8
+
+
+# ----- with a model (the local OpenAI-compatible server) -------------------------------------
+
+
+def llm_settings(settings, base_url):
+    return settings.model_copy(update={"openai_api_key": "sk-test", "openai_base_url": base_url,
+                                       "chat_model": "test-model", "llm_max_retries": 0, "llm_timeout_s": 3.0})
+
+
+def test_with_a_model_the_route_is_its_verdict_and_an_unusable_one_falls_back_to_the_rule(settings, lovelace):
+    def responder(body):
+        system = body["messages"][0]["content"]
+        if "where a chat message" in system:
+            return structured(route="small_talk") if "weather" in body["messages"][-1]["content"] else Reply("??")
+        return Reply("Babbage was born in London [1].")
+
+    with ScriptedOpenAIServer(responder) as server:
+        engine = ChatEngine(llm_settings(settings, server.base_url), lovelace)
+        chat = engine.ask("w", "Nice weather today, isn't it", mode="agentic")
+        assert chat.mode == "direct" and "test-model" in chat.trace[0].detail
+    with ScriptedOpenAIServer(responder) as server:
+        engine = ChatEngine(llm_settings(settings, server.base_url), lovelace)
+        hello = engine.ask("h", "hello", mode="agentic")
+        assert hello.mode == "direct" and "unusable" in hello.trace[0].detail
+
+
+def test_with_a_model_the_prompt_holds_both_hops(settings, lovelace):
+    def responder(body):
+        system = body["messages"][0]["content"]
+        if "where a chat message" in system:
+            return structured(route="knowledge_base")
+        if "judge whether the passages" in system:
+            return structured(sufficient=True, reason="ok")
+        return Reply("The Analytical Engine was designed by Charles Babbage [1], who was born in London [2].")
+
+    with ScriptedOpenAIServer(responder) as server:
+        turn = ChatEngine(llm_settings(settings, server.base_url), lovelace).ask("m", LOVELACE, mode="agentic")
+        prompt = [b for b in server.requests if "answers questions from the user's own documents"
+                  in b["messages"][0]["content"]][-1]["messages"][-1]["content"]
+    assert "Charles Babbage was born in London" in prompt and "Ada Lovelace wrote an algorithm" in prompt
+    assert "Hops followed" in prompt
+    assert turn.mode == "llm" and [s.filename for s in turn.sources if s.cited] == ["ada.txt", "babbage.txt"]
