@@ -81,7 +81,7 @@ def test_a_filter_that_excludes_the_answer_says_which_and_what_outside_it_looks_
     only_bakery = SearchFilters(doc_ids=[library["bakery.md"].id])
     turn = engine.ask("f", "Who was the last resident keeper of the lighthouse?", only_bakery)
     assert not turn.found and turn.sources == []
-    assert "A filter is active (1 chosen documents)" in turn.answer
+    assert "A filter is active (1 chosen document)" in turn.answer
     assert "Skerry Point Lighthouse" in turn.answer  # the document outside the filter that answers it
 
 
