@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from llm_helpers import llm_settings
 from ragkit.chat import ChatEngine
 from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
 from ragkit.errors import QuestionError
@@ -162,11 +163,6 @@ def test_eval_multihop_reports_evidence_per_mode_and_language(settings, embedder
 
 
 # ----- with a model (the local OpenAI-compatible server) -------------------------------------
-
-
-def llm_settings(settings, base_url):
-    return settings.model_copy(update={"openai_api_key": "sk-test", "openai_base_url": base_url,
-                                       "chat_model": "test-model", "llm_max_retries": 0, "llm_timeout_s": 3.0})
 
 
 def test_with_a_model_the_route_is_its_verdict_and_an_unusable_one_falls_back_to_the_rule(settings, lovelace):

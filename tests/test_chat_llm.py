@@ -3,6 +3,7 @@
 import pytest
 
 from conftest import FIXTURES, free_port
+from llm_helpers import llm_settings
 from ragkit.chat import ChatEngine
 from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
 from ragkit.history import HistoryManager
@@ -12,13 +13,6 @@ from ragkit.history import HistoryManager
 def server():
     with ScriptedOpenAIServer() as running:
         yield running
-
-
-def llm_settings(settings, base_url, **extra):
-    return settings.model_copy(update={
-        "openai_api_key": "sk-test", "openai_base_url": base_url, "chat_model": "test-model",
-        "llm_max_retries": 0, "llm_timeout_s": 3.0, **extra,
-    })
 
 
 @pytest.fixture

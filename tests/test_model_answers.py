@@ -11,19 +11,13 @@ import sys
 import pytest
 
 from conftest import REPO
+from llm_helpers import llm_settings
 from ragkit.chat import ChatEngine
 from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
 from ragkit.judge_memory import FILE_NAME
 
 LANGGRAPH = (b"# LangGraph\n\nLangGraph is a library for building stateful agents. It was released in 2024 by "
              b"LangChain Inc. Its main features are persistence, streaming and human-in-the-loop control.")
-
-
-def llm_settings(settings, base_url, **extra):
-    return settings.model_copy(update={
-        "openai_api_key": "sk-test", "openai_base_url": base_url, "chat_model": "test-model",
-        "llm_max_retries": 0, "llm_timeout_s": 3.0, **extra,
-    })
 
 
 @pytest.fixture
