@@ -242,6 +242,7 @@ def source_heading(source: Source, bold: bool = False, numbered: bool = True) ->
     return f"{f'**{label}**' if bold else label} · {escape_line(source.filename)} · page {source.page}"
 
 
+
 def render_source(source: Source, query: str, numbered: bool = True, key: str = "") -> None:
     """One source: where it is from, the passage it relies on (query words highlighted), and
     how well it matches in words (the numbers on hover); with ``key``, a button that opens
@@ -326,7 +327,10 @@ def render_turn(turn: Turn, latest: bool = False, actions: Callable[[Turn], None
         else:
             st.markdown(escape_markdown(turn.question))
     with st.chat_message("assistant"):
-        if turn.error:
+        if turn.error and turn.mode == "llm":  # a later model of the chain answered
+            st.info(f"Answered by {escape_line(turn.model)} after the model before it failed "
+                    f"({escape_line(turn.error)}).", icon=":material/swap_horiz:")
+        elif turn.error:
             st.warning(f"The model could not answer ({escape_line(turn.error)}); "
                        "showing the extractive answer instead.",
                        icon=":material/warning:")

@@ -349,8 +349,9 @@ def show_event(event: ChatEvent, areas: dict) -> None:
     elif kind == "reset":
         areas["text"] = ""
         areas["answer"].empty()
-        areas["status"].warning(f"The model failed ({escape_line(str(event['error']))}); "
-                                "answering from the documents instead.", icon=":material/warning:")
+        then = f"asking {escape_line(event['then'])}" if event.get("then") else "answering from the documents"
+        areas["status"].warning(f"The model failed ({escape_line(str(event['error']))}); {then} instead.",
+                                icon=":material/warning:")
 
 
 def answer(question: str, how: str = "ask", turn_id: int | None = None) -> None:

@@ -379,8 +379,9 @@ def cmd_ask(args) -> int:
                 progress.show(event["text"])
             elif kind == "reset" and not args.json:
                 streamed = ""
-                print(f"\n[model failed: {terminal_safe(str(event['error']))}; showing the extractive answer instead]",
-                      flush=True)
+                then = (f"asking {terminal_safe(event['then'])}" if event.get("then")
+                        else "showing the extractive answer")
+                print(f"\n[model failed: {terminal_safe(str(event['error']))}; {then} instead]", flush=True)
             elif kind == "done":
                 turn = event["turn"]
     except (QuestionError, SessionError) as exc:
@@ -415,6 +416,9 @@ def cmd_ask(args) -> int:
             print(f"  {number}. {step.step}: {terminal_safe(step.detail)}")
     if fell_back:
         print(f"note: the model failed ({terminal_safe(turn.error)}); exit code {MODEL_FELL_BACK}", file=sys.stderr)
+    elif turn.error:  # a later model of the chain (RAGKIT_FALLBACK_MODELS) answered
+        print(f"note: answered by {terminal_safe(turn.model)} after the model before it failed "
+              f"({terminal_safe(turn.error)})", file=sys.stderr)
     return fell_back
 
 

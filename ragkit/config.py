@@ -119,6 +119,12 @@ class Settings(BaseSettings):
         description="models to choose from per conversation, comma-separated: model, model@base_url, or "
         "model@base_url|KEY_VARIABLE (the name of the environment variable holding its API key)",
     )
+    fallback_models: str = Field(
+        default="",
+        description="models that take the turn, in order, when the conversation's model fails (unreachable, "
+        "server error, timeout, unusable reply), before the extractive answer: comma-separated model ids "
+        "(model@host) or entries as in RAGKIT_CHAT_MODELS",
+    )
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAGKIT_OPENAI_API_KEY")
     )

@@ -60,15 +60,41 @@ OFFLINE = ModelChoice(EXTRACTIVE, "extractive, offline")
 
 def chat_models(settings: Settings) -> list[ModelChoice]:
     """The configured models, the default first, then the offline extractive answerer."""
-    choices = []
-    for entry in [e.strip() for e in settings.chat_models.split(",") if e.strip()]:
-        spec, _, key_variable = entry.partition("|")
-        model, _, base_url = spec.partition("@")
-        choices.append(_choice(model.strip(), base_url.strip() or (settings.openai_base_url or ""),
-                               key_variable.strip() or "OPENAI_API_KEY"))
+    choices = [_parse_entry(settings, entry) for entry in _entries(settings.chat_models)]
     if not choices and settings.llm_enabled:
         choices.append(_choice(settings.chat_model, settings.openai_base_url or "", "OPENAI_API_KEY"))
     return choices + [OFFLINE]
+
+
+def _entries(listing: str) -> list[str]:
+    return [entry.strip() for entry in listing.split(",") if entry.strip()]
+
+
+def _parse_entry(settings: Settings, entry: str) -> ModelChoice:
+    """``model``, ``model@base_url`` or ``model@base_url|KEY_VARIABLE`` as a choice."""
+    spec, _, key_variable = entry.partition("|")
+    model, _, base_url = spec.partition("@")
+    return _choice(model.strip(), base_url.strip() or (settings.openai_base_url or ""),
+                   key_variable.strip() or "OPENAI_API_KEY")
+
+
+def model_chain(settings: Settings, first: ModelChoice) -> list[ModelChoice]:
+    """The models a turn tries in order: the conversation's model, then each of
+    ``RAGKIT_FALLBACK_MODELS`` (an entry naming a configured choice by id, or a
+    ``RAGKIT_CHAT_MODELS`` entry; the same model twice is tried once). Empty for the
+    offline choice: after the last model comes the extractive answer."""
+    if not first.generated:
+        return []
+    configured = chat_models(settings)
+    chain = [first]
+    for entry in _entries(settings.fallback_models):
+        parsed = _parse_entry(settings, entry)
+        known = next((c for c in configured if c.generated and (
+            c.id == entry or (c.model, c.base_url) == (parsed.model, parsed.base_url))), None)
+        candidate = known or parsed
+        if all((c.model, c.base_url) != (candidate.model, candidate.base_url) for c in chain):
+            chain.append(candidate)
+    return chain
 
 
 def _choice(model: str, base_url: str, key_variable: str) -> ModelChoice:

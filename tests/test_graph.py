@@ -11,7 +11,8 @@ import pytest
 from langgraph.runtime import Runtime
 
 from ragkit.chat import ChatEngine
-from ragkit.graph.answering import after_generate, not_found
+from ragkit.graph.answering import not_found
+from ragkit.graph.chain import after_generate
 from ragkit.graph.events import ChatEvent
 from ragkit.graph.grading import Grade
 from ragkit.graph.rounds import rewrite_query
@@ -172,8 +173,8 @@ def test_weak_evidence_with_nothing_left_to_try_is_not_found(runtime, settings):
     assert after_grade(rounds_used, runtime) == "not_found"
 
 
-def test_a_failed_model_answer_falls_back_to_quotes():
-    assert after_generate(state(question="q", error="the model server is unreachable", answer="")) == "extract"
+def test_a_failed_model_answer_passes_the_turn_on():
+    assert after_generate(state(question="q", error="the model server is unreachable", answer="")) == "next_model"
     assert after_generate(state(question="q", answer="An answer [1].", mode="llm")) == "check_citations"
 
 

@@ -11,13 +11,24 @@ from pathlib import Path
 import pytest
 
 from ragkit import errors
-from ragkit.graph import answering, build_graph, events, hops, model_io, recording, rounds, routing, sufficiency
+from ragkit.graph import (
+    answering,
+    build_graph,
+    chain,
+    events,
+    hops,
+    model_io,
+    recording,
+    rounds,
+    routing,
+    sufficiency,
+)
 from ragkit.graph.retriever import PassageRetriever
 from ragkit.graph.state import RagState
 from ragkit.kb import KnowledgeBase
 
 GRAPH = Path(__file__).resolve().parents[1] / "ragkit" / "graph"
-NODE_MODULES = (routing, hops, rounds, sufficiency, answering, recording)
+NODE_MODULES = (routing, hops, rounds, sufficiency, answering, chain, recording)
 
 
 def test_the_graph_has_these_edges_and_routes():
@@ -32,7 +43,8 @@ def test_the_graph_has_these_edges_and_routes():
         ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),
         ("grade", "not_found", True), ("rewrite_query", "retrieve", True), ("rewrite_query", "not_found", True),
-        ("generate", "check_citations", True), ("generate", "extract", True),
+        ("generate", "check_citations", True), ("generate", "next_model", True),
+        ("next_model", "generate", True), ("next_model", "extract", True),
         ("extract", "check_citations", False), ("check_citations", "record", False),
         ("not_found", "record", False), ("record", "__end__", False),
     }

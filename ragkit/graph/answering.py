@@ -2,7 +2,8 @@
 against their sources (``check_citations``, with ``checks.py``), or "not found".
 
 A model answer that fails (unreachable, timeout, unusable, unsupported) is withdrawn
-with a ``reset`` event and replaced by the extractive one; the trace says why.
+with a ``reset`` event and replaced by the next model's (``chain.py``), in the end by the
+extractive one; the trace says why.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import logging
 import re
 import time
 from dataclasses import replace
-from typing import Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -29,7 +29,7 @@ from .grading import grade_offline
 from .model_io import ContextTooSmall, ModelTimeout, UnusableAnswer, read_answer
 from .rounds import filter_words, scope
 from .screening import ScreenedAnswer, screened_step
-from .state import RagState, add_time, elapsed_ms, language, step
+from .state import ModelAttempt, RagState, add_time, language, step
 
 log = logging.getLogger(__name__)
 CLOSEST_MATCHES = 5
@@ -61,21 +61,23 @@ def pieces_of(text: str) -> list[str]:
 
 
 def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
-    """Stream the model's answer from the passages; on failure leave ``error`` set so
-    ``after_generate`` falls back to the extractive answer."""
+    """Stream the answer of the chain's current model from the passages; on failure leave
+    ``error`` set so ``chain.after_generate`` passes the turn on (the next model, else the
+    extractive answer)."""
     started = time.perf_counter()
-    choice = runtime.context.choice(state)
+    choice = runtime.context.answerer(state)  # the chain's current model (chain.py)
     fitted: list[Fitted] = []  # the prompt as fitted, for the trace even when the model fails
     try:
         result = model_answer(state, runtime, choice, fitted)
     except Exception as exc:
         error = model_error(exc, choice, fitted)
-        log.warning("model answer failed, using the extractive answer: %s", error)
-        runtime.stream_writer(events.reset(error))
+        log.warning("model answer by %s failed: %s", choice.model, error)
         withheld = screened_step([], exc.withheld) if isinstance(exc, UnusableAnswer) and exc.withheld else []
-        return {"error": error, "answer": "", "trace": fitted_step(fitted) + withheld + step("Model failed", error),
-                "timings": {"generate_ms": elapsed_ms(started)}}
-    result["timings"] = {"generate_ms": elapsed_ms(started)}
+        return {"error": error, "answer": "", "attempts": [ModelAttempt(choice.model, "failed", error)],
+                "trace": fitted_step(fitted) + withheld + step("Model failed", f"{choice.model}: {error}"),
+                "timings": add_time(state, "generate_ms", started)}
+    result["timings"] = add_time(state, "generate_ms", started)
+    result["attempts"] = [ModelAttempt(choice.model, "answered")]
     return result
 
 
@@ -157,11 +159,6 @@ def plan_note(state: RagState) -> str:
         return "\nHops followed (each source leads to the next): " + " → ".join(
             [state.links[0].hit.title, *(link.entity for link in hops)])
     return ""
-
-
-def after_generate(state: RagState) -> Literal["check_citations", "extract"]:
-    """A failed model answer falls back to the extractive one."""
-    return "extract" if state.error and not state.answer else "check_citations"
 
 
 def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:

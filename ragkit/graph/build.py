@@ -9,7 +9,8 @@
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
            ├─ enough, offline ──→ extract ──→ check_citations ───→ record
            └─ enough, model ────→ generate ─┬→ check_citations
-                                            └→ extract (the model failed)
+                                            └→ next_model (it failed) ─┬→ generate (the chain's next)
+                                                                       └→ extract (none left)
 
 One module per node family; each node is a function ``(state: RagState, runtime:
 Runtime[RagContext]) -> dict`` returning the state fields it sets, each route a function
@@ -25,7 +26,7 @@ of the state returning the next node's name:
 - ``rounds.py``: ``retrieve``, ``focus`` (the answer policy), ``rewrite_query``;
 - ``sufficiency.py``: ``grade`` and ``after_grade``, over the measures of ``grading.py``;
 - ``answering.py``: ``extract``, ``generate``, ``check_citations`` (with ``checks.py``),
-  ``not_found``;
+  ``not_found``; ``chain.py``: ``next_model``, the model fallback chain;
 - ``model_io.py``: the answer stream with its deadline, structured replies, the context
   budget, and the model errors (all ``ModelError``);
 - ``recording.py``: ``record``; ``prompts.py``: every prompt and fixed reply;
@@ -45,7 +46,8 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from .answering import after_generate, check_citations, extract, generate, not_found
+from .answering import check_citations, extract, generate, not_found
+from .chain import after_generate, after_next_model, next_model
 from .context import RagContext
 from .hops import after_hop, extract_hops, hop_round, plan
 from .recording import record
@@ -59,7 +61,7 @@ def build_graph():
     """Compile the conversational RAG graph (run it with ``context=RagContext(...)``)."""
     graph = StateGraph(RagState, input_schema=TurnInput, context_schema=RagContext)
     for node in (route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade, rewrite_query,
-                 extract, generate, check_citations, not_found, record):
+                 extract, generate, next_model, check_citations, not_found, record):
         graph.add_node(node)
     graph.add_edge(START, "route")
     graph.add_conditional_edges("route", after_route, sorted(set(ROUTES.values())))
@@ -72,7 +74,8 @@ def build_graph():
     graph.add_edge("focus", "grade")
     graph.add_conditional_edges("grade", after_grade, ["extract", "generate", "rewrite_query", "not_found"])
     graph.add_conditional_edges("rewrite_query", after_rewrite, ["retrieve", "not_found"])
-    graph.add_conditional_edges("generate", after_generate, ["check_citations", "extract"])
+    graph.add_conditional_edges("generate", after_generate, ["check_citations", "next_model"])
+    graph.add_conditional_edges("next_model", after_next_model, ["generate", "extract"])
     graph.add_edge("extract", "check_citations")
     graph.add_edge("check_citations", "record")
     graph.add_edge("not_found", "record")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..history import HistoryManager
-from ..llm import ModelChoice, ModelClients
+from ..llm import ModelChoice, ModelClients, model_chain
 from .budget import TurnBudget
 from .retriever import PassageRetriever
 from .state import RagState
@@ -38,3 +38,12 @@ class RagContext:
     def choice(self, state: RagState) -> ModelChoice:
         """The model this turn answers with (the offline answerer is one of the choices)."""
         return self.models.choice(state.model_id)
+
+    def chain(self, state: RagState) -> list[ModelChoice]:
+        """The models this turn may answer with, in order (``RAGKIT_FALLBACK_MODELS``); empty offline."""
+        return model_chain(self.settings, self.choice(state))
+
+    def answerer(self, state: RagState) -> ModelChoice:
+        """The model of the chain whose turn it is to answer (the conversation's own first)."""
+        chain = self.chain(state)
+        return chain[min(state.chain_position, len(chain) - 1)] if chain else self.choice(state)

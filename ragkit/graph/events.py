@@ -15,9 +15,11 @@ type           keys                        meaning
                                            closest ones when nothing answers it (not found);
                                            always before the answer's first token
 ``token``      ``text``                    answer text to append (sentence by sentence offline)
-``reset``      ``error``                   the streamed answer is withdrawn (a model failed, or
+``reset``      ``error``, ``then``         the streamed answer is withdrawn (a model failed, or
                                            its sentences were unsupported): clear it; new
-                                           ``sources`` and ``token`` events follow
+                                           ``sources`` and ``token`` events follow, from the
+                                           model ``then`` names (the next of the chain), or
+                                           the offline answer when ``then`` is ""
 ``done``       ``turn``                    the last event, once: the ``Turn`` as recorded
 =============  ==========================  ==================================================
 
@@ -68,6 +70,7 @@ class ResetEvent(TypedDict):
 
     type: Literal["reset"]
     error: str
+    then: str
 
 
 class DoneEvent(TypedDict):
@@ -101,9 +104,9 @@ def token(text: str) -> TokenEvent:
     return {"type": "token", "text": text}
 
 
-def reset(error: str) -> ResetEvent:
-    """Withdraw the streamed answer."""
-    return {"type": "reset", "error": error}
+def reset(error: str, then: str = "") -> ResetEvent:
+    """Withdraw the streamed answer; ``then``: the model that answers next ("": offline)."""
+    return {"type": "reset", "error": error, "then": then}
 
 
 def done(turn: Turn) -> DoneEvent:

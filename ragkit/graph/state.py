@@ -72,6 +72,15 @@ class PartVerdict:
     reason: str
 
 
+@dataclass(frozen=True)
+class ModelAttempt:
+    """One model's try at the answer (``chain.py``): "answered" or "failed", and why."""
+
+    model: str
+    outcome: Literal["answered", "failed"]
+    reason: str = ""
+
+
 @dataclass(kw_only=True)
 class TurnInput:
     """One question as the caller hands it to the graph."""
@@ -114,6 +123,9 @@ class RagState(TurnInput):
     mode: AnswerMode = "extractive"
     model: str = ""  # the model that wrote the answer ("" offline)
     error: str = ""  # why the model's answer was replaced, for the user
+    # the model chain (chain.py): which model of the chain answers now, and every try so far
+    chain_position: int = 0
+    attempts: Annotated[list[ModelAttempt], operator.add] = field(default_factory=list)
     usage: Annotated[dict, merge_dicts] = field(default_factory=dict)
     timings: Annotated[dict, merge_dicts] = field(default_factory=dict)
     trace: Annotated[list[TraceStep], operator.add] = field(default_factory=list)
