@@ -239,8 +239,12 @@ def answer_caption(turn: Turn) -> str:
 def source_heading(source: Source, bold: bool = False, numbered: bool = True) -> str:
     """'[n] title · file · page p' as escaped Markdown, optionally with '[n] title' in bold."""
     label = f"\\[{source.n}\\] {escape_line(source.title)}" if numbered else escape_line(source.title)
+    if source.web:  # a web search result: marked, its address as text (never a rendered link)
+        return f"{f'**{label}**' if bold else label} · {WEB_BADGE} · {escape_line(source.url)}"
     return f"{f'**{label}**' if bold else label} · {escape_line(source.filename)} · page {source.page}"
 
+
+WEB_BADGE = ":blue-badge[:material/public: web]"
 
 
 def render_source(source: Source, query: str, numbered: bool = True, key: str = "") -> None:
@@ -250,7 +254,9 @@ def render_source(source: Source, query: str, numbered: bool = True, key: str = 
     from pages._viewer import source_button
 
     st.markdown(source_heading(source, bold=True, numbered=numbered))
-    if key:
+    if source.web:
+        st.caption("A web search result: not in your documents, not added to them.")
+    elif key:
         source_button(source, key)
     st.markdown(quote_markdown(source.quote, query))
     strength = match_strength(query, source, _service_future().result().settings)
@@ -288,7 +294,7 @@ def render_source_panel(sources: list[Source], question: str, searched_as: str, 
                 with st.container(horizontal=True, vertical_alignment="center", gap="small"):
                     st.markdown(f"{source_heading(source)} · {MATCH_BADGE[strength.label]}",
                                 help=f"{strength.detail} · {strength.scores}", width="content")
-                    if key:
+                    if key and not source.web:
                         source_button(source, f"{key}-{source.n}", compact=True)
         elif others:
             for source in others:

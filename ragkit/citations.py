@@ -37,6 +37,12 @@ class Source:
     dense_score: float | None = None
     lexical_score: float | None = None
     cited: bool = False
+    url: str = ""  # a web source's address ("" for a passage of a document)
+
+    @property
+    def web(self) -> bool:
+        """True for a web search result (not a passage of the knowledge base)."""
+        return bool(self.url)
 
     def to_dict(self) -> dict:
         """Plain dict for JSON and storage."""
@@ -66,6 +72,7 @@ def sources_from_hits(hits: list[Hit]) -> list[Source]:
             score=round(hit.score, 4),
             dense_score=None if hit.dense_score is None else round(hit.dense_score, 4),
             lexical_score=None if hit.lexical_score is None else round(hit.lexical_score, 4),
+            url=hit.url,
         )
         for index, hit in enumerate(hits, start=1)
     ]

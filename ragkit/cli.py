@@ -348,7 +348,8 @@ def print_sources(sources, out=sys.stdout) -> None:
     for source in sorted(sources, key=lambda s: (not s.cited, s.n)):
         label = "" if source.cited else "  (also retrieved)"
         quote = terminal_safe(" ".join(source.quote.split()))
-        where = f"{terminal_safe(source.filename)}, p. {source.page}, score {source.score:.2f}"
+        where = (f"web: {terminal_safe(source.url)}" if source.web
+                 else f"{terminal_safe(source.filename)}, p. {source.page}, score {source.score:.2f}")
         print(f"  [{source.n}] {terminal_safe(source.title)} — {where}{label}", file=out)
         print(f"      “{_clip(quote, 220)}”", file=out)
 

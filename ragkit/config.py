@@ -167,10 +167,25 @@ class Settings(BaseSettings):
                                  "to another passage) followed per round")
     agentic_evidence: int = Field(default=8, ge=1, le=50, description="agentic mode: most passages an answer draws on")
 
-    @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", mode="before")
+    # web search (issue 16, agentic mode only): a self-hosted SearxNG instance's JSON API
+    web_search_url: str | None = Field(
+        default=None, description="agentic mode: base URL of a SearxNG instance (GET {url}/search?q=...&format=json) "
+        "searched when the knowledge base does not answer; unset: no web search")
+    web_search_results: int = Field(default=3, ge=1, le=10, description="most web results an answer may draw on")
+    web_search_timeout_s: float = Field(default=10.0, gt=0, le=120, description="longest wait for the web search")
+
+    @field_validator("chroma_url", "openai_api_key", "openai_base_url", "app_password", "web_search_url",
+                     mode="before")
     @classmethod
     def _blank_is_none(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("web_search_url")
+    @classmethod
+    def _web_search_is_http(cls, value):
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("give the http(s):// address of a SearxNG instance")
+        return value
 
     @model_validator(mode="after")
     def _check_overlap(self) -> "Settings":

@@ -18,6 +18,7 @@ bug and keeps its traceback in the log.
     │   ├── StorageFull        a change that did not fit on the disk
     │   └── EmbeddingError     the embedding model cannot be loaded or called
     ├── ModelError             a configured language model failed (the answer falls back)
+    ├── WebSearchFailed        the web search provider failed (the turn says "not found")
     ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
     └── StartupError           the app's parts could not be opened
 """
@@ -87,6 +88,11 @@ class EmbeddingError(KnowledgeBaseError):
 
 class ModelError(RagkitError, RuntimeError):
     """A configured language model failed or replied with something unusable."""
+
+
+class WebSearchFailed(RagkitError, RuntimeError):
+    """The configured web search provider could not be used (unreachable, too slow, not
+    its JSON API); the message says which and why."""
 
 
 class AnswerFailed(RagkitError, RuntimeError):

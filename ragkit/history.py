@@ -128,7 +128,8 @@ class Turn:
         """The answer as plain text with the sources it cites listed under it ("[1] Title,
         file.pdf, p. 3"): what the app's Copy button puts on the clipboard."""
         cited = [source for source in self.sources if source.cited]
-        listed = [f"[{source.n}] {source.title}, {source.filename}, p. {source.page}" for source in cited]
+        listed = [f"[{source.n}] {source.title}, web: {source.url}" if source.web else
+                  f"[{source.n}] {source.title}, {source.filename}, p. {source.page}" for source in cited]
         return "\n\n".join([self.answer.strip()] + (["\n".join(listed)] if listed else []))
 
     def to_dict(self) -> dict:
@@ -556,8 +557,10 @@ def _turn_markdown(number: int, turn: Turn, replacement: Turn | None) -> list[st
         lines += [f"*Feedback:* {rating}{comment}", ""]
     for source in turn.sources:
         tag = "" if source.cited else " (also retrieved)"
-        lines.append(f"- \\[{source.n}\\] {readable_line(source.title)} ({readable_line(source.filename)}, "
-                     f"p. {source.page}){tag}: “{readable_line(clip_words(source.quote, QUOTE_CHARS))}”")
+        where = (f"web: {readable_line(source.url)}" if source.web
+                 else f"{readable_line(source.filename)}, p. {source.page}")
+        lines.append(f"- \\[{source.n}\\] {readable_line(source.title)} ({where}){tag}: "
+                     f"“{readable_line(clip_words(source.quote, QUOTE_CHARS))}”")
     lines.append("")
     return lines
 

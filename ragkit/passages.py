@@ -49,6 +49,7 @@ class Hit:
     lexical_rank: int | None = None
     same_document: bool = False  # added by the within-document search of an answer
     parent: Passage | None = None  # the passage with its neighbours, handed to the answer (parent-child)
+    url: str = ""  # a web search result's address (never stored; "" for a passage of a document)
 
     @property
     def id(self) -> str:

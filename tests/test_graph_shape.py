@@ -22,13 +22,14 @@ from ragkit.graph import (
     rounds,
     routing,
     sufficiency,
+    web,
 )
 from ragkit.graph.retriever import PassageRetriever
 from ragkit.graph.state import RagState
 from ragkit.kb import KnowledgeBase
 
 GRAPH = Path(__file__).resolve().parents[1] / "ragkit" / "graph"
-NODE_MODULES = (routing, hops, rounds, sufficiency, answering, chain, recording)
+NODE_MODULES = (routing, hops, rounds, sufficiency, answering, chain, web, recording)
 
 
 def test_the_graph_has_these_edges_and_routes():
@@ -43,9 +44,12 @@ def test_the_graph_has_these_edges_and_routes():
         ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),
         ("grade", "not_found", True), ("rewrite_query", "retrieve", True), ("rewrite_query", "not_found", True),
+        ("grade", "web_search", True), ("rewrite_query", "web_search", True),
+        ("web_search", "grade", True), ("web_search", "record", True),
+        ("check_citations", "note_web", True), ("note_web", "record", False),
         ("generate", "check_citations", True), ("generate", "next_model", True),
         ("next_model", "generate", True), ("next_model", "extract", True),
-        ("extract", "check_citations", False), ("check_citations", "record", False),
+        ("extract", "check_citations", False), ("check_citations", "record", True),
         ("not_found", "record", False), ("record", "__end__", False),
     }
 

@@ -7,8 +7,10 @@
                      └─ a single hop ──────────────────→ grade (the default path from here)
     grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
+           │    (agentic, RAGKIT_WEB_SEARCH_URL set: web_search first ─┬→ grade (its results)
+           │                                                           └→ record (none: not found))
            ├─ enough, offline ──→ extract ──→ check_citations ───→ record
-           └─ enough, model ────→ generate ─┬→ check_citations
+           └─ enough, model ────→ generate ─┬→ check_citations (─→ note_web when it cites the web)
                                             └→ next_model (it failed) ─┬→ generate (the chain's next)
                                                                        └→ extract (none left)
 
@@ -26,7 +28,8 @@ of the state returning the next node's name:
 - ``rounds.py``: ``retrieve``, ``focus`` (the answer policy), ``rewrite_query``;
 - ``sufficiency.py``: ``grade`` and ``after_grade``, over the measures of ``grading.py``;
 - ``answering.py``: ``extract``, ``generate``, ``check_citations`` (with ``checks.py``),
-  ``not_found``; ``chain.py``: ``next_model``, the model fallback chain;
+  ``not_found``; ``chain.py``: ``next_model``, the model fallback chain; ``web.py``:
+  ``web_search`` and ``note_web`` (agentic mode's web search);
 - ``model_io.py``: the answer stream with its deadline, structured replies, the context
   budget, and the model errors (all ``ModelError``);
 - ``recording.py``: ``record``; ``prompts.py``: every prompt and fixed reply;
@@ -51,17 +54,18 @@ from .chain import after_generate, after_next_model, next_model
 from .context import RagContext
 from .hops import after_hop, extract_hops, hop_round, plan
 from .recording import record
-from .rounds import after_rewrite, focus, retrieve, rewrite_query
+from .rounds import focus, retrieve, rewrite_query
 from .routing import ROUTES, after_contextualize, after_route, contextualize, direct, route
 from .state import RagState, TurnInput
-from .sufficiency import after_grade, grade
+from .sufficiency import grade
+from .web import after_check, after_grade_or_web, after_rewrite_or_web, after_web, note_web, web_search
 
 
 def build_graph():
     """Compile the conversational RAG graph (run it with ``context=RagContext(...)``)."""
     graph = StateGraph(RagState, input_schema=TurnInput, context_schema=RagContext)
     for node in (route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade, rewrite_query,
-                 extract, generate, next_model, check_citations, not_found, record):
+                 extract, generate, next_model, check_citations, not_found, web_search, note_web, record):
         graph.add_node(node)
     graph.add_edge(START, "route")
     graph.add_conditional_edges("route", after_route, sorted(set(ROUTES.values())))
@@ -72,12 +76,15 @@ def build_graph():
     graph.add_edge("extract_hops", "record")
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")
-    graph.add_conditional_edges("grade", after_grade, ["extract", "generate", "rewrite_query", "not_found"])
-    graph.add_conditional_edges("rewrite_query", after_rewrite, ["retrieve", "not_found"])
+    graph.add_conditional_edges("grade", after_grade_or_web,
+                                ["extract", "generate", "rewrite_query", "not_found", "web_search"])
+    graph.add_conditional_edges("rewrite_query", after_rewrite_or_web, ["retrieve", "not_found", "web_search"])
+    graph.add_conditional_edges("web_search", after_web, ["grade", "record"])
     graph.add_conditional_edges("generate", after_generate, ["check_citations", "next_model"])
     graph.add_conditional_edges("next_model", after_next_model, ["generate", "extract"])
     graph.add_edge("extract", "check_citations")
-    graph.add_edge("check_citations", "record")
+    graph.add_conditional_edges("check_citations", after_check, ["note_web", "record"])
+    graph.add_edge("note_web", "record")
     graph.add_edge("not_found", "record")
     graph.add_edge("record", END)
     return graph.compile()

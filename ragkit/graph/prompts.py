@@ -63,6 +63,14 @@ NOT_FOUND = {
     "en": "I could not find this in your documents.",
     "zh": "文档中没有找到相关内容。",
 }
+WEB_FAILED_NOTE = {  # the knowledge base did not answer and the web search failed: why
+    "en": " The web search did not help either: {reason}.",
+    "zh": " 网络搜索也未能找到：{reason}。",
+}
+WEB_NOTE = {  # under an answer that cites web search results
+    "en": "\n\n(Your documents do not answer this; the sources marked web are web search results.)",
+    "zh": "\n\n（文档中没有答案；标为“网络”的来源是网络搜索结果。）",
+}
 FILTER_NOTE = {
     "en": " A filter is active ({what}); the answer may be in documents outside it.",
     "zh": " 当前启用了筛选（{what}），答案可能在筛选范围之外的文档中。",

@@ -115,6 +115,8 @@ class RagState(TurnInput):
     evidence: list[Hit] = field(default_factory=list)  # every round's passages merged by id, best score kept
     rounds: int = 0
     parts: list[PartVerdict] = field(default_factory=list)  # the last round's sufficiency per part
+    # web search (web.py, agentic mode): searched once, when the knowledge base does not answer
+    web_searched: bool = False
     # answer
     answer: str = ""
     sources: list[Source] = field(default_factory=list)
