@@ -147,6 +147,10 @@ class Settings(BaseSettings):
     context_tokens: int = Field(default=2500, ge=200)
     history_tokens: int = Field(default=1200, ge=0)
     history_turns: int = Field(default=4, ge=0)
+    memory_turns: int = Field(
+        default=10, ge=1, le=1000, description="past this many turns, the turns older than the last "
+        "RAGKIT_HISTORY_TURNS fold into the conversation's running summary")
+    memory_tokens: int = Field(default=300, ge=50, le=4000, description="longest running summary, in tokens")
     extractive_chars_cjk: int = Field(default=165, ge=20)
     extractive_chars_latin: int = Field(default=340, ge=40)
 

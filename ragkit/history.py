@@ -76,8 +76,14 @@ def _knowledge_base_choice(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE sessions ADD COLUMN knowledge_bases TEXT"))
 
 
+def _conversation_memory(conn: Connection) -> None:
+    """Version 6: each conversation's running summary of its older turns (JSON of
+    ``memory.ConversationMemory``; NULL: none yet)."""
+    conn.execute(text("ALTER TABLE sessions ADD COLUMN memory TEXT"))
+
+
 MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns,
-              _chat_mode_choice, _knowledge_base_choice]
+              _chat_mode_choice, _knowledge_base_choice, _conversation_memory]
 THUMBS_UP, THUMBS_DOWN = 1, 0  # as st.feedback("thumbs") numbers them
 MAX_COMMENT_CHARS = 2000
 LIVE = "replaced_by IS NULL"
@@ -321,6 +327,18 @@ class HistoryManager:
             conn.execute(text("INSERT INTO sessions(id, title, created_at, updated_at, knowledge_bases) VALUES "
                               "(:id, '', :t, :t, :k) ON CONFLICT(id) DO UPDATE SET knowledge_bases = :k"),
                          {"id": session_id, "t": stamp, "k": value})
+
+    def session_memory(self, session_id: str) -> dict | None:
+        """The conversation's running summary as stored (``memory.ConversationMemory.to_dict``), or None."""
+        rows = self._query("SELECT memory FROM sessions WHERE id = :id", {"id": validate_session_id(session_id)})
+        return json.loads(rows[0]["memory"]) if rows and rows[0]["memory"] else None
+
+    def set_session_memory(self, session_id: str, memory: dict) -> None:
+        """Keep the conversation's running summary (an existing conversation only)."""
+        validate_session_id(session_id)
+        with write(self._engine) as conn:
+            conn.execute(text("UPDATE sessions SET memory = :m WHERE id = :id"),
+                         {"id": session_id, "m": json.dumps(memory, ensure_ascii=False)})
 
     # ----- turns -------------------------------------------------------------------
 

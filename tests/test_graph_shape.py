@@ -17,6 +17,7 @@ from ragkit.graph import (
     chain,
     events,
     hops,
+    memory,
     model_io,
     recording,
     rounds,
@@ -29,14 +30,15 @@ from ragkit.graph.state import RagState
 from ragkit.kb import KnowledgeBase
 
 GRAPH = Path(__file__).resolve().parents[1] / "ragkit" / "graph"
-NODE_MODULES = (routing, hops, rounds, sufficiency, answering, chain, web, recording)
+NODE_MODULES = (routing, hops, rounds, sufficiency, answering, chain, web, memory, recording)
 
 
 def test_the_graph_has_these_edges_and_routes():
     drawn = build_graph().get_graph()
     edges = {(edge.source, edge.target, edge.conditional) for edge in drawn.edges}
     assert edges == {
-        ("__start__", "route", False), ("route", "contextualize", True), ("route", "direct", True),
+        ("__start__", "recall", False), ("recall", "route", False),
+        ("route", "contextualize", True), ("route", "direct", True),
         ("direct", "record", False),
         ("contextualize", "retrieve", True), ("contextualize", "plan", True), ("plan", "hop_round", False),
         ("hop_round", "hop_round", True), ("hop_round", "extract_hops", True), ("hop_round", "generate", True),

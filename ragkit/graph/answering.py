@@ -26,6 +26,7 @@ from .checks import add_attributions, check_support, clean_model_answer
 from .context import RagContext
 from .fitting import Fitted, fit_prompt, overflow_message, split_footer, with_footer
 from .grading import grade_offline
+from .memory import memory_note
 from .model_io import ContextTooSmall, ModelTimeout, UnusableAnswer, read_answer
 from .rounds import filter_words, scope
 from .screening import ScreenedAnswer, screened_step
@@ -109,7 +110,7 @@ def model_answer(state: RagState, runtime: Runtime[RagContext], choice: ModelCho
     (``fitted`` receives the prompt as fitted)."""
     context = runtime.context
     cjk = language(state) == "zh"
-    system = prompts.ANSWER_SYSTEM.format(language=prompts.language_name(cjk))
+    system = prompts.ANSWER_SYSTEM.format(language=prompts.language_name(cjk)) + memory_note(state)
     sources = sources_from_hits(state.hits)
     fit = fit_prompt(context.settings, choice, system, state.history, state.question, sources)
     if fitted is not None:

@@ -1,6 +1,6 @@
 """Assembles the conversational RAG graph. Design note for whoever adds to it:
 
-    START → route ─(knowledge base)→ contextualize ─(default)→ retrieve → focus → grade
+    START → recall → route ─(knowledge base)→ contextualize ─(default)→ retrieve → focus → grade
           route ─(agentic: small talk, thanks, about the app)→ direct → record
           contextualize ─(agentic)→ plan → hop_round ⟲ (bridges left, rounds left)
           hop_round ─┬─ a chain of hops or a comparison → extract_hops → record (or generate)
@@ -22,6 +22,7 @@ of the state returning the next node's name:
 - ``context.py``: ``RagContext``, the run's configuration and dependencies (settings,
   passages, history, model clients); ``retriever.py``: ``PassageRetriever``, the only way
   nodes reach passages (``KnowledgeBase`` satisfies it; the graph never imports ``kb``);
+- ``memory.py``: ``recall``, the conversation's running summary of its older turns;
 - ``routing.py``: ``route`` (the knowledge base, or in agentic mode ``direct``), ``direct``
   and ``contextualize``;
 - ``hops.py`` (agentic mode, with ``decompose.py``): ``plan``, ``hop_round``, ``extract_hops``;
@@ -53,6 +54,7 @@ from .answering import check_citations, extract, generate, not_found
 from .chain import after_generate, after_next_model, next_model
 from .context import RagContext
 from .hops import after_hop, extract_hops, hop_round, plan
+from .memory import recall
 from .recording import record
 from .rounds import focus, retrieve, rewrite_query
 from .routing import ROUTES, after_contextualize, after_route, contextualize, direct, route
@@ -64,10 +66,12 @@ from .web import after_check, after_grade_or_web, after_rewrite_or_web, after_we
 def build_graph():
     """Compile the conversational RAG graph (run it with ``context=RagContext(...)``)."""
     graph = StateGraph(RagState, input_schema=TurnInput, context_schema=RagContext)
-    for node in (route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade, rewrite_query,
+    for node in (recall, route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade,
+                 rewrite_query,
                  extract, generate, next_model, check_citations, not_found, web_search, note_web, record):
         graph.add_node(node)
-    graph.add_edge(START, "route")
+    graph.add_edge(START, "recall")
+    graph.add_edge("recall", "route")
     graph.add_conditional_edges("route", after_route, sorted(set(ROUTES.values())))
     graph.add_edge("direct", "record")
     graph.add_conditional_edges("contextualize", after_contextualize, ["plan", "retrieve"])

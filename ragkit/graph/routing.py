@@ -27,6 +27,7 @@ from . import events, prompts
 from .budget import structured_reply
 from .context import RagContext
 from .grading import PASSAGES_GRADED, coverage
+from .memory import memory_rewrite
 from .model_io import short
 from .rounds import scope
 from .state import RagState, elapsed_ms, language, step
@@ -117,10 +118,19 @@ def contextualize(state: RagState, runtime: Runtime[RagContext]) -> dict:
         return {"standalone_question": question, "query": question, "queries": [],
                 "timings": {"contextualize_ms": elapsed_ms(started)}}
     offline, how, options = offline_rewrite(context, question, history, scope(state.filters))
+    small_talk = direct_route(history[-1].question) != "knowledge_base"  # "Thanks!" names no subject
+    if offline == question or small_talk:
+        earlier = [e for e in history[:-1] if direct_route(e.question) == "knowledge_base"]
+        remembered, remembered_how = memory_rewrite(question, earlier, state.memory)
+    else:
+        remembered = remembered_how = ""
+    if remembered and remembered != question:  # the previous turn names no subject: the latest one established
+        offline, how, options = remembered, remembered_how, [remembered]
     rewritten = offline
     choice = context.choice(state)
     if context.models.judges(choice, context.budget):
-        rewritten, how = model_rewrite(context, choice, question, history, offline)
+        rewritten, how = model_rewrite(context, choice, question, history, offline,
+                                       state.memory.summary if state.memory else "")
     elif choice.generated:
         how += f" ({choice.model} not asked: {context.models.why_not_judging(choice)})"
     if rewritten != question:
@@ -162,10 +172,12 @@ def rarity(context: RagContext, phrase: str) -> float:
 
 
 def model_rewrite(context: RagContext, choice: ModelChoice, question: str, history: list[Exchange],
-                  offline: str) -> tuple[str, str]:
+                  offline: str, summary: str = "") -> tuple[str, str]:
     """The model's standalone question and how it was made; the offline rewrite when the
-    model's is unusable (the trace says why)."""
+    model's is unusable (the trace says why). ``summary``: the conversation's memory."""
     conversation = "\n".join(f"User: {e.question}\nAssistant: {e.answer[:300]}" for e in history[-2:])
+    if summary:
+        conversation = f"(Summary of earlier turns: {prompts.fence(summary)})\n{conversation}"
     messages = [SystemMessage(prompts.CONTEXTUALIZE_SYSTEM),
                 HumanMessage(f"Conversation:\n{conversation}\n\nLatest question: {question}")]
     try:

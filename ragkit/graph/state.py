@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from ..citations import Source
 from ..contextualize import Exchange
 from ..history import TraceStep, Turn
+from ..memory import ConversationMemory
 from ..passages import Hit
 from ..retrieval import SearchFilters
 from ..text import is_cjk_text
@@ -97,6 +98,8 @@ class TurnInput:
 class RagState(TurnInput):
     """One turn of a conversation as it moves through the graph."""
 
+    # recall (memory.py): the conversation's running summary of its older turns
+    memory: ConversationMemory | None = None
     # route, contextualize
     route: str = ""  # where the question goes (see routing.ROUTES)
     standalone_question: str = ""  # the question as understood (a follow-up made standalone)
