@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from ..contextualize import Exchange, needs_context, references, subject_options, substitute
 from ..errors import ReadOnlyDataDir, StorageFull
 from ..history import Turn
+from ..llm import make_chat_model
 from ..memory import ConversationMemory, FoldedTurn, clip_summary, fold_offline
 from . import prompts
 from .context import RagContext
@@ -82,8 +83,12 @@ def model_summary(context: RagContext, choice, previous: str, pending: list[Turn
     RAGKIT_MEMORY_TOKENS; the time counts against the turn's model time."""
     limit = context.settings.memory_tokens
     budget = context.budget
-    timeout = min(budget.remaining(), context.settings.rewrite_timeout_s) if budget else None
-    client = context.models.judging(choice, timeout)
+    timeout = context.settings.rewrite_timeout_s
+    if budget is not None:
+        timeout = min(budget.remaining(), timeout)
+    # like ModelClients.judging (one short call, no retries), with room for the whole summary
+    client = make_chat_model(context.settings, choice, max_tokens=limit + 50, timeout_s=max(timeout, 0.5),
+                             streaming=False, retries=0)
     exchanges = "\n".join(f"User: {t.standalone_question or t.question}\nAssistant: {t.answer[:600]}" for t in pending)
     messages = [SystemMessage(prompts.MEMORY_SYSTEM.format(tokens=limit)),
                 HumanMessage(f"Summary so far:\n{prompts.fence(previous) or '(none)'}\n\n"
