@@ -38,7 +38,7 @@ from ..text import split_sentences
 from . import events, prompts
 from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
-from .grading import grade_offline
+from .grading import grade_offline, unsaid
 from .rounds import focus_hits
 from .state import Bridge, HopLink, PartVerdict, RagState, add_time, language, step
 
@@ -71,38 +71,47 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
     context = runtime.context
     number = state.rounds + 1
     if number == 1:
-        links, evidence, queries, searched = first_round(state, context)
+        links, evidence, queries, searched, first_evidence = first_round(state, context)
     else:
         links, evidence, queries, searched = bridge_round(state, context, number)
+        first_evidence = state.first_evidence
     all_links = [*state.links, *links]
     bridges = find_bridges(state, context, links, all_links)
-    single = not bridges and len(state.sub_questions) == 1 and all(link.round == 1 for link in all_links)
+    single = not bridges and len(state.sub_questions) == 1 and not hops_kept(state.standalone_question, all_links)
     # a single hop goes to the default path's grade, which judges it: not graded twice
     parts = [] if single else judge_parts(state, context, evidence, all_links)
     runtime.stream_writer(events.status(f"Round {number}: {len(evidence)} passages"))
     found = ", ".join(f"“{link.hit.title}”" for link in links) or "nothing new"
     next_up = ", ".join(f"“{b.entity}”" for b in bridges) or "none"
     trace = step(f"Round {number}", f"searched {searched}; reached {found}; bridges for the next round: {next_up}")
+    if single and number > 1:
+        trace += step("Hops not kept", "the passages the bridges reached say nothing the first passage left "
+                      "unsaid: answered from the first round, as the default path answers")
     if parts:
         trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
                                                f"({p.reason})" for p in parts))
-    hits = answer_evidence(replace(state, links=all_links, evidence=evidence), context.settings.agentic_evidence)
+    hits = answer_evidence(replace(state, links=all_links, evidence=evidence, first_evidence=first_evidence),
+                           context.settings.agentic_evidence)
     return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
+            "first_evidence": first_evidence,
             "hits": hits, "query": state.standalone_question,
             "queries": [*state.queries, *queries], "followed": [*state.followed, *(b.entity for b in state.bridges)],
             "trace": trace, "timings": add_time(state, "retrieve_ms", started)}
 
 
-def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], list[Hit], list[str], str]:
+def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], list[Hit], list[str], str, list[Hit]]:
     """Each part searched as the default path searches a question (focused the same way);
     its best passage, and the best passage of every document the question names by title,
-    start the chain."""
+    start the chain. Also returns the first part's passages in the default path's order
+    (what a single hop is answered from)."""
     settings, passages = context.settings, context.passages
     filters = state.filters or SearchFilters()
     evidence: list[Hit] = []
     links: list[HopLink] = []
+    first_hits: list[Hit] = []
     for part in state.sub_questions:
         hits = focus_hits(passages, part, passages.search(part, settings.top_k, filters), settings)
+        first_hits = first_hits or hits
         evidence = merge_hits(evidence, hits)
         if hits:
             links.append(HopLink(part, hits[0], "", 1))
@@ -118,7 +127,7 @@ def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], li
             evidence = merge_hits(evidence, found)
             chained.add(doc_id)
     searched = "; ".join(f"“{part}”" for part in state.sub_questions)
-    return links, evidence, list(state.sub_questions), searched
+    return links, evidence, list(state.sub_questions), searched, first_hits
 
 
 def bridge_round(state: RagState, context: RagContext, number: int) -> tuple[list[HopLink], list[Hit], list[str], str]:
@@ -145,8 +154,12 @@ def bridge_round(state: RagState, context: RagContext, number: int) -> tuple[lis
 def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all_links: list[HopLink]) -> list[Bridge]:
     """What the next round searches: the documents the new passages name by title (not on
     the chain yet); failing those, for a question with hop structure, the names the new
-    passages hold that the question does not. At most ``settings.agentic_bridges``."""
+    passages hold that the question does not. At most ``settings.agentic_bridges``.
+    None once the chain says every word of the question (a single part): a passage that
+    already answers the question leads nowhere further."""
     if state.rounds + 1 >= context.settings.agentic_rounds:
+        return []
+    if len(state.sub_questions) == 1 and not left_unsaid(state.standalone_question, all_links):
         return []
     titles = context.passages.document_titles(state.filters)
     chained = {link.hit.doc_id for link in all_links}
@@ -171,6 +184,30 @@ def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all
 def _answering_part(link: HopLink, question: str) -> str:
     """A hop passage's sentences as one text (names are looked for in all of them)."""
     return link.hit.context.text
+
+
+def left_unsaid(question: str, links: list[HopLink]) -> list[str]:
+    """The question's words the chain's first passage does not say and its later hops
+    have not said yet: what a further hop is for."""
+    path = chain(links)
+    if not path:
+        return []
+    left = unsaid(question, path[0].hit.context.text)
+    if len(path) > 1 and left:
+        still = set(unsaid(question, "\n".join(link.hit.context.text for link in path[1:])))
+        left = [word for word in left if word in still]
+    return left
+
+
+def hops_kept(question: str, links: list[HopLink]) -> bool:
+    """True when the chain's later hops say some of what its first passage left unsaid
+    (the designer's birthplace: "born", after the passage naming the designer); a hop that
+    adds none of the question's words is a detour, and the first round answers alone."""
+    path = chain(links)
+    if len(path) < 2:
+        return False
+    first = unsaid(question, path[0].hit.context.text)
+    return len(left_unsaid(question, links)) < len(first)
 
 
 def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links: list[HopLink]) -> list[PartVerdict]:
@@ -209,7 +246,7 @@ def after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["hop_rou
     then a chain or a comparison is answered from its hops, a single hop by the default path."""
     if state.bridges:
         return "hop_round"
-    if len(state.sub_questions) > 1 or any(link.round > 1 for link in state.links):
+    if len(state.sub_questions) > 1 or hops_kept(state.standalone_question, state.links):
         return "generate" if runtime.context.choice(state).generated else "extract_hops"
     return "grade"
 
@@ -227,10 +264,10 @@ def chain(links: list[HopLink]) -> list[HopLink]:
 
 def answer_evidence(state: RagState, limit: int) -> list[Hit]:
     """The passages the answer draws on: the chain (or each side's passage) first, then the
-    rest of the evidence by score; at most ``limit``. A single hop: the first round's
-    passages as the default path focused them."""
-    if len(state.sub_questions) <= 1 and not any(link.round > 1 for link in state.links):
-        return state.evidence[:limit]
+    rest of the evidence by score; at most ``limit``. A single hop (no hop kept): the
+    first round's passages as the default path focused them."""
+    if len(state.sub_questions) <= 1 and not hops_kept(state.standalone_question, state.links):
+        return state.first_evidence[:limit]
     first: list[Hit] = []
     for link in (state.links if len(state.sub_questions) > 1 else chain(state.links)):
         if link.hit.id not in {hit.id for hit in first}:
