@@ -36,6 +36,7 @@ from ..passages import Hit
 from ..retrieval import SearchFilters
 from ..text import split_sentences
 from . import events, prompts
+from .compare import side_fact, verdict
 from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
 from .grading import grade_offline, unsaid
@@ -287,15 +288,7 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     number = {hit.id: index for index, hit in enumerate(hits, start=1)}
     cjk = language(state) == "zh"
     if len(state.sub_questions) > 1:
-        comparison = comparison_sides(state.standalone_question)
-        facts = [(side, _side_fact(context, part, link.hit))
-                 for side, part, link in zip(comparison.sides if comparison else state.sub_questions,
-                                             state.sub_questions, state.links)]
-        verdict = compare(state.standalone_question, facts)
-        colon = "：" if cjk else ":"
-        pieces = ([f"{verdict}{'。' if cjk else '.'}"] if verdict else []) + [
-            f"{side}{colon} {sentence}[{number[link.hit.id]}]".replace(f"{colon} ", colon if cjk else f"{colon} ")
-            for (side, sentence), link in zip(facts, state.links) if sentence]
+        pieces = comparison_pieces(state, context, number)
     else:
         path = [link for link in chain(state.links) if link.hit.id in number]
         pieces = [_bridge_sentence(link.hit, path[i + 1].entity, number[link.hit.id])
@@ -317,45 +310,21 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
             "timings": add_time(state, "generate_ms", started)}
 
 
-_COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b"
-                          r"|更|最|先|早|晚")
-_SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b"
-                           r"|早|先|少|小|矮|短|低")
-_NUMBER = re.compile(r"\d[\d,.]*")
-
-
-def _side_fact(context: RagContext, part: str, hit: Hit) -> str:
-    """One side's fact: for a comparative question ("taller", "founded first", 更高) the
-    passage's first sentence holding a number (sizes and dates are compared), else the
-    extractive answerer's best sentence."""
-    sentences = [span.text.strip() for span in split_sentences(hit.context.text) if not span.text.startswith("#")]
-    if _COMPARATIVE.search(part):
-        numbered = [sentence for sentence in sentences if _NUMBER.search(sentence)]
-        if numbered:
-            return numbered[0]
-    answer = extractive_answer(part, [hit], context.settings, context.passages.embed_sentences,
-                               context.passages.idf(part))
-    return re.sub(r"\[\d+\]", "", answer.text).strip() if answer.sources and answer.sources[0].cited else ""
-
-
-def compare(question: str, facts: list[tuple[str, str]]) -> str:
-    """The side a comparative question picks, from the first number of each side's fact
-    (the smaller for "first / earlier / older / 更早", else the larger); "" when a side has
-    no number or they are equal."""
-    if not _COMPARATIVE.search(question) or len(facts) != 2:
-        return ""
-    values = []
-    for side, sentence in facts:
-        match = _NUMBER.search(sentence)
-        if not match:
-            return ""
-        values.append((float(match.group(0).replace(",", "").rstrip(".")), side))
-    (first, a), (second, b) = values
-    if first == second:
-        return ""
-    smaller = a if first < second else b
-    larger = b if smaller == a else a
-    return smaller if _SMALLER_WINS.search(question) else larger
+def comparison_pieces(state: RagState, context: RagContext, number: dict[str, int]) -> list[str]:
+    """A comparison's answer: the verdict the two facts allow ("Bertrand Kael.", "Yes.",
+    "否。"; else a lead saying the facts follow), then each side's fact, labelled, cited."""
+    question = state.standalone_question
+    comparison = comparison_sides(question)
+    sides = comparison.sides if comparison else tuple(state.sub_questions)
+    links = state.links[: len(state.sub_questions)]
+    facts = [side_fact(question, part, side, link.hit, context.passages.embed_sentences)
+             for side, part, link in zip(sides, state.sub_questions, links)]
+    decided = verdict(question, comparison, facts, [link.hit for link in links]) if comparison else ""
+    cjk = language(state) == "zh"
+    lead = f"{decided}{'。' if cjk else '.'}" if decided else prompts.SIDE_BY_SIDE["zh" if cjk else "en"]
+    colon = "：" if cjk else ": "
+    return [lead] + [f"{side}{colon}{fact}[{number[link.hit.id]}]"
+                     for side, fact, link in zip(sides, facts, links) if fact and link.hit.id in number]
 
 
 def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:
