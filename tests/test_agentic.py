@@ -13,7 +13,7 @@ from ragkit.chat import ChatEngine
 from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
 from ragkit.errors import QuestionError
 from ragkit.eval import run_multihop
-from ragkit.graph.compare import cjk_numeral, first_number, side_fact, verdict
+from ragkit.graph.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
 from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
 from ragkit.graph.hops import merge_hits
 from ragkit.history import HistoryManager
@@ -234,3 +234,9 @@ def test_chinese_numerals_are_read_as_numbers():
     assert [cjk_numeral(text) for text in ("四十三", "八百二十", "一千二百", "三万二千", "一九〇五")] == \
         [43, 820, 1200, 32000, 1905]
     assert first_number("栖鹤塔是一座石塔") is None  # 一座: an article, not a number
+
+
+def test_a_comparison_in_time_compares_years_and_any_other_a_measure():
+    assert compared_number("Which festival is older?", "It has 40 stalls; first held in 1761, by farmers.") == 1761
+    assert compared_number("Which university has more students?", "Founded in 1892, it has 21,000 students.") == 21000
+    assert compared_number("哪一所建校更早？", "学校现有学生两千余人，创办于1928年。") == 1928

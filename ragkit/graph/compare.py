@@ -25,6 +25,11 @@ _COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|la
                           r"|更|最|先|早|晚")
 _SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b"
                            r"|早|先|少|小|矮|短|低")
+# a comparison in time (born earlier, founded first, 更早) compares years; any other (taller, more
+# students, 更高) compares a measure, never a year
+_IN_TIME = re.compile(r"(?i)\b(?:earl(?:y|ier|iest)|first|last|old(?:er|est)|young(?:er|est)|lat(?:er|est)|"
+                      r"new(?:er|est)|before|after)\b|早|先|晚|老")
+_YEAR_VALUE = re.compile(r"(?<![\d,.])(?:1\d{3}|20\d{2})(?![\d]|,\d)|[一二三四五六七八九〇零]{4}(?=年)")
 _SAME = re.compile(r"(?i)\bsame\b|同一|相同")
 _BOTH = re.compile(r"(?i)\bboth\b|都")
 _YEAR = re.compile(r"(?i)\byear\b|年")
@@ -52,7 +57,7 @@ def side_fact(question: str, part: str, side: str, hit: Hit, embed=None) -> str:
     """The sentence of ``hit`` that says what ``question`` asks of ``side`` ("" for none)."""
     sentences = side_sentences(hit)
     if is_comparative(question):
-        sentences = [s for s in sentences if first_number(s) is not None] or sentences
+        sentences = [s for s in sentences if compared_number(question, s) is not None] or sentences
     if not sentences:
         return ""
     asked = _asked_words(part, side)
@@ -85,13 +90,24 @@ def verdict(question: str, comparison: Comparison, facts: list[str], hits: list[
             return yes
         return ""
     if is_comparative(question):
-        values = [first_number(fact) for fact in facts]
+        values = [compared_number(question, fact) for fact in facts]
         if None in values or values[0] == values[1]:
             return ""
         smaller = comparison.sides[0] if values[0] < values[1] else comparison.sides[1]
         larger = comparison.sides[1] if smaller == comparison.sides[0] else comparison.sides[0]
         return smaller if _SMALLER_WINS.search(question) else larger
     return ""
+
+
+def compared_number(question: str, text: str) -> float | None:
+    """The number of ``text`` a comparative compares: its first year for a comparison in
+    time, else its first number that is not a year."""
+    years = [m for m in _YEAR_VALUE.finditer(text)]
+    if _IN_TIME.search(question):
+        return first_number(years[0].group(0)) if years else None
+    spans = [(m.start(), m.end()) for m in years]
+    rest = "".join(" " if any(a <= i < b for a, b in spans) else ch for i, ch in enumerate(text))
+    return first_number(rest)
 
 
 def first_number(text: str) -> float | None:
