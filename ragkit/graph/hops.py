@@ -189,21 +189,32 @@ def _answering_part(link: HopLink, question: str) -> str:
 
 def left_unsaid(question: str, links: list[HopLink]) -> list[str]:
     """The question's words the chain's first passage does not say and its later hops
-    have not said yet: what a further hop is for."""
+    have not said yet (see ``hop_says``): what a further hop is for."""
     path = chain(links)
     if not path:
         return []
     left = unsaid(question, path[0].hit.context.text)
-    if len(path) > 1 and left:
-        still = set(unsaid(question, "\n".join(link.hit.context.text for link in path[1:])))
+    for link in path[1:]:
+        still = set(unsaid(question, hop_says(link)))
         left = [word for word in left if word in still]
     return left
 
 
+def hop_says(link: HopLink) -> str:
+    """What a later hop says about the thing it was searched for: the whole passage when
+    that thing is its document (a title bridge), else only the sentences naming it (a
+    passage that names "Hesburgh" in passing says nothing about Hesburgh's budget)."""
+    text = link.hit.context.text
+    if link.entity == link.hit.title:
+        return text
+    return "\n".join(span.text for span in split_sentences(text) if link.entity.lower() in span.text.lower())
+
+
 def hops_kept(question: str, links: list[HopLink]) -> bool:
     """True when the chain's later hops say some of what its first passage left unsaid
-    (the designer's birthplace: "born", after the passage naming the designer); a hop that
-    adds none of the question's words is a detour, and the first round answers alone."""
+    (the designer's birthplace: "born", in the sentence naming the designer); a hop that
+    adds none of the question's words about its bridge is a detour, and the first round
+    answers alone."""
     path = chain(links)
     if len(path) < 2:
         return False
