@@ -13,6 +13,7 @@ from ragkit.chat import ChatEngine
 from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
 from ragkit.errors import QuestionError
 from ragkit.eval import run_multihop
+from ragkit.graph.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
 from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
 from ragkit.graph.hops import merge_hits
 from ragkit.history import HistoryManager
@@ -198,3 +199,44 @@ def test_with_a_model_the_prompt_holds_both_hops(settings, lovelace):
     assert "Charles Babbage was born in London" in prompt and "Ada Lovelace wrote an algorithm" in prompt
     assert "Hops followed" in prompt
     assert turn.mode == "llm" and [s.filename for s in turn.sources if s.cited] == ["ada.txt", "babbage.txt"]
+
+
+def _side(title: str, text: str) -> Hit:
+    return Hit(Passage(text, 1, 0, 0, len(text), 1, doc_id=title), title, f"{title}.txt", "txt", 1.0)
+
+
+@pytest.mark.parametrize(("question", "texts", "decided"), [
+    ("Who was born earlier, the composer Adela Voskuyl or the composer Bertrand Kael?",
+     ["Adela Voskuyl (1874–1950) was a composer.", "Bertrand Kael (1866–1931) was an organist."], "Bertrand Kael"),
+    ("Which lake is deeper, Lake Ostry or Lake Vennel?",
+     ["Lake Ostry reaches a depth of 88 metres.", "Lake Vennel is 143 metres deep."], "Lake Vennel"),
+    ("Do the Pellan River and the Anwick River flow into the same sea?",
+     ["The Pellan River flows into the Gullmere Sea.", "The Anwick River enters the Gullmere Sea."], "Yes"),
+    ("Were Fjellmark Motors and Corrin Automotive founded by the same person?",
+     ["Fjellmark Motors was founded by Sigrun Dahle.", "Corrin Automotive was founded by Oskar Brem."], "No"),
+    ("望潮塔和栖鹤塔，哪一座更高？",
+     ["望潮塔是一座砖塔。望潮塔高四十三米。", "栖鹤塔是一座石塔。栖鹤塔高五十一米。"], "栖鹤塔"),
+    ("萤火信号乐队和纸鸢电台乐队是否在同一年成立？",
+     ["萤火信号乐队成立于2009年。", "纸鸢电台乐队于2009年成立。"], "是"),
+    ("Which is taller, the Sundergate Tower or the Wrayburn Spire?",
+     ["The Sundergate Tower is an office tower.", "The Wrayburn Spire is a church spire."], ""),  # no numbers
+])
+def test_a_comparison_is_decided_from_the_two_facts_where_they_allow_it(question, texts, decided):
+    comparison = comparison_sides(question)
+    hits = [_side(side, text) for side, text in zip(comparison.sides, texts)]
+    facts = [side_fact(question, part, side, hit) for part, side, hit in
+             zip(comparison.sub_questions(), comparison.sides, hits)]
+    assert all(facts)
+    assert verdict(question, comparison, facts, hits) == decided
+
+
+def test_chinese_numerals_are_read_as_numbers():
+    assert [cjk_numeral(text) for text in ("四十三", "八百二十", "一千二百", "三万二千", "一九〇五")] == \
+        [43, 820, 1200, 32000, 1905]
+    assert first_number("栖鹤塔是一座石塔") is None  # 一座: an article, not a number
+
+
+def test_a_comparison_in_time_compares_years_and_any_other_a_measure():
+    assert compared_number("Which festival is older?", "It has 40 stalls; first held in 1761, by farmers.") == 1761
+    assert compared_number("Which university has more students?", "Founded in 1892, it has 21,000 students.") == 21000
+    assert compared_number("哪一所建校更早？", "学校现有学生两千余人，创办于1928年。") == 1928

@@ -82,10 +82,11 @@ def _side(text: str, keep_rest: bool = False) -> str:
 # --- hops -------------------------------------------------------------------------------
 
 # "the founder of", "the company that", "the town where", "the album released by", "'s":
-# a thing described through another.
+# a thing described through another. The described thing is a common noun (lower case):
+# "The Basilica of the Sacred Heart" names its thing, it does not describe it.
 _EN_RELATION = re.compile(
-    r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}?\w+\s+(?:of|that|which|who|whom|whose|where|by|on which|"
-    r"in which|at which)\b|\w['’]s\s+[a-z]+\b", re.IGNORECASE)
+    r"\b(?i:the|a|an|its|his|her|their)\s+(?:[a-z]+\s+){0,2}?[a-z]+\s+(?:of|that|which|who|whom|whose|where|by|"
+    r"on which|in which|at which)\b|\w['’]s\s+[a-z]+\b")
 _ZH_RELATION = re.compile(r"的(?:那|这)?(?:个|位|座|所|家|部|条|首)?[\u4e00-\u9fff]{1,6}")
 
 
@@ -147,11 +148,14 @@ def name_candidates(text: str, question: str) -> list[str]:
                 names.append(word)
         return names
     for sentence in split_sentences(text):
+        opening = len(sentence.text) - len(sentence.text.lstrip())
         for match in _LATIN_NAME.finditer(sentence.text):
             name = match.group(0).strip()
             words = name.split()
             while words and words[0] in _LEADING:
                 words = words[1:]
+            if len(words) == 1 and match.start() == opening and words[0] == name:
+                continue  # one capitalised word opening a sentence ("Each", "Besides"): no name
             name = " ".join(words)
             if len(name) < 3 or not any(ch.isupper() for ch in name):
                 continue

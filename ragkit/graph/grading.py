@@ -90,6 +90,16 @@ def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[flo
     return shares[best], best
 
 
+def unsaid(question: str, text: str) -> list[str]:
+    """The question's informative words that ``text`` does not say: English stems, or
+    Chinese jieba words (a long name found in pieces counts as said), in question order."""
+    if is_cjk_text(question):
+        folded = text.lower()
+        return [word for word in question_words(question) if not _word_credit(word, folded)]
+    present = set(search_tokens(text))
+    return [token for token in dict.fromkeys(search_tokens(question)) if token not in present]
+
+
 def _word_idf(word: str, idf: dict[str, float]) -> float:
     values = [idf[token] for token in search_tokens(word) if token in idf]
     return sum(values) / len(values) if values else 1.0

@@ -36,9 +36,10 @@ from ..passages import Hit
 from ..retrieval import SearchFilters
 from ..text import split_sentences
 from . import events, prompts
+from .compare import side_fact, verdict
 from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
-from .grading import grade_offline
+from .grading import grade_offline, unsaid
 from .rounds import focus_hits
 from .state import Bridge, HopLink, PartVerdict, RagState, add_time, language, step
 
@@ -71,38 +72,47 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
     context = runtime.context
     number = state.rounds + 1
     if number == 1:
-        links, evidence, queries, searched = first_round(state, context)
+        links, evidence, queries, searched, first_evidence = first_round(state, context)
     else:
         links, evidence, queries, searched = bridge_round(state, context, number)
+        first_evidence = state.first_evidence
     all_links = [*state.links, *links]
     bridges = find_bridges(state, context, links, all_links)
-    single = not bridges and len(state.sub_questions) == 1 and all(link.round == 1 for link in all_links)
+    single = not bridges and len(state.sub_questions) == 1 and not hops_kept(state.standalone_question, all_links)
     # a single hop goes to the default path's grade, which judges it: not graded twice
     parts = [] if single else judge_parts(state, context, evidence, all_links)
     runtime.stream_writer(events.status(f"Round {number}: {len(evidence)} passages"))
     found = ", ".join(f"“{link.hit.title}”" for link in links) or "nothing new"
     next_up = ", ".join(f"“{b.entity}”" for b in bridges) or "none"
     trace = step(f"Round {number}", f"searched {searched}; reached {found}; bridges for the next round: {next_up}")
+    if single and number > 1:
+        trace += step("Hops not kept", "the passages the bridges reached say nothing the first passage left "
+                      "unsaid: answered from the first round, as the default path answers")
     if parts:
         trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
                                                f"({p.reason})" for p in parts))
-    hits = answer_evidence(replace(state, links=all_links, evidence=evidence), context.settings.agentic_evidence)
+    hits = answer_evidence(replace(state, links=all_links, evidence=evidence, first_evidence=first_evidence),
+                           context.settings.agentic_evidence)
     return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
+            "first_evidence": first_evidence,
             "hits": hits, "query": state.standalone_question,
             "queries": [*state.queries, *queries], "followed": [*state.followed, *(b.entity for b in state.bridges)],
             "trace": trace, "timings": add_time(state, "retrieve_ms", started)}
 
 
-def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], list[Hit], list[str], str]:
+def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], list[Hit], list[str], str, list[Hit]]:
     """Each part searched as the default path searches a question (focused the same way);
     its best passage, and the best passage of every document the question names by title,
-    start the chain."""
+    start the chain. Also returns the first part's passages in the default path's order
+    (what a single hop is answered from)."""
     settings, passages = context.settings, context.passages
     filters = state.filters or SearchFilters()
     evidence: list[Hit] = []
     links: list[HopLink] = []
+    first_hits: list[Hit] = []
     for part in state.sub_questions:
         hits = focus_hits(passages, part, passages.search(part, settings.top_k, filters), settings)
+        first_hits = first_hits or hits
         evidence = merge_hits(evidence, hits)
         if hits:
             links.append(HopLink(part, hits[0], "", 1))
@@ -118,7 +128,7 @@ def first_round(state: RagState, context: RagContext) -> tuple[list[HopLink], li
             evidence = merge_hits(evidence, found)
             chained.add(doc_id)
     searched = "; ".join(f"“{part}”" for part in state.sub_questions)
-    return links, evidence, list(state.sub_questions), searched
+    return links, evidence, list(state.sub_questions), searched, first_hits
 
 
 def bridge_round(state: RagState, context: RagContext, number: int) -> tuple[list[HopLink], list[Hit], list[str], str]:
@@ -145,8 +155,12 @@ def bridge_round(state: RagState, context: RagContext, number: int) -> tuple[lis
 def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all_links: list[HopLink]) -> list[Bridge]:
     """What the next round searches: the documents the new passages name by title (not on
     the chain yet); failing those, for a question with hop structure, the names the new
-    passages hold that the question does not. At most ``settings.agentic_bridges``."""
+    passages hold that the question does not. At most ``settings.agentic_bridges``.
+    None once the chain says every word of the question (a single part): a passage that
+    already answers the question leads nowhere further."""
     if state.rounds + 1 >= context.settings.agentic_rounds:
+        return []
+    if len(state.sub_questions) == 1 and not left_unsaid(state.standalone_question, all_links):
         return []
     titles = context.passages.document_titles(state.filters)
     chained = {link.hit.doc_id for link in all_links}
@@ -171,6 +185,41 @@ def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all
 def _answering_part(link: HopLink, question: str) -> str:
     """A hop passage's sentences as one text (names are looked for in all of them)."""
     return link.hit.context.text
+
+
+def left_unsaid(question: str, links: list[HopLink]) -> list[str]:
+    """The question's words the chain's first passage does not say and its later hops
+    have not said yet (see ``hop_says``): what a further hop is for."""
+    path = chain(links)
+    if not path:
+        return []
+    left = unsaid(question, path[0].hit.context.text)
+    for link in path[1:]:
+        still = set(unsaid(question, hop_says(link)))
+        left = [word for word in left if word in still]
+    return left
+
+
+def hop_says(link: HopLink) -> str:
+    """What a later hop says about the thing it was searched for: the whole passage when
+    that thing is its document (a title bridge), else only the sentences naming it (a
+    passage that names "Hesburgh" in passing says nothing about Hesburgh's budget)."""
+    text = link.hit.context.text
+    if link.entity == link.hit.title:
+        return text
+    return "\n".join(span.text for span in split_sentences(text) if link.entity.lower() in span.text.lower())
+
+
+def hops_kept(question: str, links: list[HopLink]) -> bool:
+    """True when the chain's later hops say some of what its first passage left unsaid
+    (the designer's birthplace: "born", in the sentence naming the designer); a hop that
+    adds none of the question's words about its bridge is a detour, and the first round
+    answers alone."""
+    path = chain(links)
+    if len(path) < 2:
+        return False
+    first = unsaid(question, path[0].hit.context.text)
+    return len(left_unsaid(question, links)) < len(first)
 
 
 def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links: list[HopLink]) -> list[PartVerdict]:
@@ -209,7 +258,7 @@ def after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["hop_rou
     then a chain or a comparison is answered from its hops, a single hop by the default path."""
     if state.bridges:
         return "hop_round"
-    if len(state.sub_questions) > 1 or any(link.round > 1 for link in state.links):
+    if len(state.sub_questions) > 1 or hops_kept(state.standalone_question, state.links):
         return "generate" if runtime.context.choice(state).generated else "extract_hops"
     return "grade"
 
@@ -227,10 +276,10 @@ def chain(links: list[HopLink]) -> list[HopLink]:
 
 def answer_evidence(state: RagState, limit: int) -> list[Hit]:
     """The passages the answer draws on: the chain (or each side's passage) first, then the
-    rest of the evidence by score; at most ``limit``. A single hop: the first round's
-    passages as the default path focused them."""
-    if len(state.sub_questions) <= 1 and not any(link.round > 1 for link in state.links):
-        return state.evidence[:limit]
+    rest of the evidence by score; at most ``limit``. A single hop (no hop kept): the
+    first round's passages as the default path focused them."""
+    if len(state.sub_questions) <= 1 and not hops_kept(state.standalone_question, state.links):
+        return state.first_evidence[:limit]
     first: list[Hit] = []
     for link in (state.links if len(state.sub_questions) > 1 else chain(state.links)):
         if link.hit.id not in {hit.id for hit in first}:
@@ -250,15 +299,7 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     number = {hit.id: index for index, hit in enumerate(hits, start=1)}
     cjk = language(state) == "zh"
     if len(state.sub_questions) > 1:
-        comparison = comparison_sides(state.standalone_question)
-        facts = [(side, _side_fact(context, part, link.hit))
-                 for side, part, link in zip(comparison.sides if comparison else state.sub_questions,
-                                             state.sub_questions, state.links)]
-        verdict = compare(state.standalone_question, facts)
-        colon = "：" if cjk else ":"
-        pieces = ([f"{verdict}{'。' if cjk else '.'}"] if verdict else []) + [
-            f"{side}{colon} {sentence}[{number[link.hit.id]}]".replace(f"{colon} ", colon if cjk else f"{colon} ")
-            for (side, sentence), link in zip(facts, state.links) if sentence]
+        pieces = comparison_pieces(state, context, number)
     else:
         path = [link for link in chain(state.links) if link.hit.id in number]
         pieces = [_bridge_sentence(link.hit, path[i + 1].entity, number[link.hit.id])
@@ -280,45 +321,21 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
             "timings": add_time(state, "generate_ms", started)}
 
 
-_COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b"
-                          r"|更|最|先|早|晚")
-_SMALLER_WINS = re.compile(r"(?i)\b(?:first|earlier|older|before|fewer|less|smaller|shorter|lower)\b"
-                           r"|早|先|少|小|矮|短|低")
-_NUMBER = re.compile(r"\d[\d,.]*")
-
-
-def _side_fact(context: RagContext, part: str, hit: Hit) -> str:
-    """One side's fact: for a comparative question ("taller", "founded first", 更高) the
-    passage's first sentence holding a number (sizes and dates are compared), else the
-    extractive answerer's best sentence."""
-    sentences = [span.text.strip() for span in split_sentences(hit.context.text) if not span.text.startswith("#")]
-    if _COMPARATIVE.search(part):
-        numbered = [sentence for sentence in sentences if _NUMBER.search(sentence)]
-        if numbered:
-            return numbered[0]
-    answer = extractive_answer(part, [hit], context.settings, context.passages.embed_sentences,
-                               context.passages.idf(part))
-    return re.sub(r"\[\d+\]", "", answer.text).strip() if answer.sources and answer.sources[0].cited else ""
-
-
-def compare(question: str, facts: list[tuple[str, str]]) -> str:
-    """The side a comparative question picks, from the first number of each side's fact
-    (the smaller for "first / earlier / older / 更早", else the larger); "" when a side has
-    no number or they are equal."""
-    if not _COMPARATIVE.search(question) or len(facts) != 2:
-        return ""
-    values = []
-    for side, sentence in facts:
-        match = _NUMBER.search(sentence)
-        if not match:
-            return ""
-        values.append((float(match.group(0).replace(",", "").rstrip(".")), side))
-    (first, a), (second, b) = values
-    if first == second:
-        return ""
-    smaller = a if first < second else b
-    larger = b if smaller == a else a
-    return smaller if _SMALLER_WINS.search(question) else larger
+def comparison_pieces(state: RagState, context: RagContext, number: dict[str, int]) -> list[str]:
+    """A comparison's answer: the verdict the two facts allow ("Bertrand Kael.", "Yes.",
+    "否。"; else a lead saying the facts follow), then each side's fact, labelled, cited."""
+    question = state.standalone_question
+    comparison = comparison_sides(question)
+    sides = comparison.sides if comparison else tuple(state.sub_questions)
+    links = state.links[: len(state.sub_questions)]
+    facts = [side_fact(question, part, side, link.hit, context.passages.embed_sentences)
+             for side, part, link in zip(sides, state.sub_questions, links)]
+    decided = verdict(question, comparison, facts, [link.hit for link in links]) if comparison else ""
+    cjk = language(state) == "zh"
+    lead = f"{decided}{'。' if cjk else '.'}" if decided else prompts.SIDE_BY_SIDE["zh" if cjk else "en"]
+    colon = "：" if cjk else ": "
+    return [lead] + [f"{side}{colon}{fact}[{number[link.hit.id]}]"
+                     for side, fact, link in zip(sides, facts, links) if fact and link.hit.id in number]
 
 
 def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:

@@ -119,6 +119,10 @@ DIRECT_NOTE = {
     "en": " (Answered without searching your documents.)",
     "zh": "（未检索文档，直接回答。）",
 }
+SIDE_BY_SIDE = {  # a comparison whose two facts decide nothing: the facts follow, each labelled
+    "en": "The two facts, side by side (they do not decide it):",
+    "zh": "两方面的事实如下（据此无法判断）：",
+}
 MISSING_NOTE = {
     "en": " Not found in your documents: {what}.",
     "zh": " 文档中没有找到：{what}。",

@@ -116,6 +116,7 @@ class RagState(TurnInput):
     bridges: list[Bridge] = field(default_factory=list)  # what the next round searches
     followed: list[str] = field(default_factory=list)  # every bridge searched so far
     evidence: list[Hit] = field(default_factory=list)  # every round's passages merged by id, best score kept
+    first_evidence: list[Hit] = field(default_factory=list)  # the first round's, as the default path focuses them
     rounds: int = 0
     parts: list[PartVerdict] = field(default_factory=list)  # the last round's sufficiency per part
     # web search (web.py, agentic mode): searched once, when the knowledge base does not answer
