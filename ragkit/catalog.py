@@ -32,7 +32,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, text
 
-from .db import DatabaseUnreadable, open_migrated, read, read_only_reason, write
+from .db import DatabaseUnreadable, is_postgres, open_migrated, read, read_only_reason, write
 from .errors import CatalogError, InputError
 from .passages import Passage
 
@@ -165,7 +165,7 @@ def _set_meta(conn: Connection, key: str, value: str) -> None:
 def _bump(conn: Connection, key: str) -> None:
     conn.execute(text(
         "INSERT INTO meta(key, value) VALUES (:k, '1') ON CONFLICT(key) "
-        "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"), {"k": key})
+        "DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"), {"k": key})
 
 
 class Catalog:
@@ -433,6 +433,15 @@ class Catalog:
         (what a crash or a concurrent process would have damaged), half spread at random."""
         import random
 
+        if is_postgres(self._engine):  # no rowid there: the newest documents' passages, and a random spread
+            with read(self._engine) as conn:
+                newest = [row[0] for row in conn.execute(text(
+                    "SELECT p.id FROM passages p JOIN documents d ON d.id = p.doc_id "
+                    "ORDER BY d.updated_at DESC, p.position LIMIT :n"), {"n": size // 2})]
+                spread = [row[0] for row in conn.execute(
+                    text("SELECT id FROM passages ORDER BY random() LIMIT :n"), {"n": 2 * size})]
+            chosen = list(dict.fromkeys(newest + spread[: max(0, size - len(newest))]))
+            return chosen[:size]
         with read(self._engine) as conn:
             newest = [row[0] for row in conn.execute(
                 text("SELECT id FROM passages ORDER BY rowid DESC LIMIT :n"), {"n": size // 2})]

@@ -240,6 +240,8 @@ def cmd_repair(args) -> int:
     try:
         kb = KnowledgeBase.for_repair(settings)
     except CatalogError:
+        if settings.database_url:  # a server database is not a file to move aside
+            raise
         moved = set_aside(settings.data_path / "registry.sqlite3")
         print(f"set the unreadable catalog aside as {moved.name}")
         kb = KnowledgeBase.for_repair(settings)
@@ -340,7 +342,7 @@ def _history(args):
     from .history import HistoryManager
 
     settings = load_settings(**_overrides(args))
-    return HistoryManager(settings.data_path / "sessions.sqlite3")
+    return HistoryManager(settings.sessions_location)
 
 
 def print_sources(sources, out=sys.stdout) -> None:

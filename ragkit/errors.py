@@ -71,6 +71,12 @@ class DatabaseUnreadable(KnowledgeBaseError):
     """A database file that exists but cannot be read (damaged, not SQLite)."""
 
 
+class DatabaseUnreachable(KnowledgeBaseError):
+    """The database server (``RAGKIT_DATABASE_URL``) or the Chroma server
+    (``RAGKIT_CHROMA_URL``) did not answer; the message names which and where. Nothing was
+    changed, and the next call tries again (no restart needed)."""
+
+
 class ReadOnlyDataDir(KnowledgeBaseError):
     """A change asked of a data directory that cannot be written (reading still works);
     the message names the directory and the cause."""

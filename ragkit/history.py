@@ -454,7 +454,7 @@ class HistoryManager:
                 text("INSERT INTO turns(session_id, question, standalone_question, answer, mode, model, sources, "
                      "timings, usage, error, filters, created_at, found, closest, trace) VALUES (:session, :question, "
                      ":standalone, :answer, :mode, :model, :sources, :timings, :usage, :error, :filters, :created, "
-                     ":found, :closest, :trace)"),
+                     ":found, :closest, :trace) RETURNING id"),
                 {
                     "session": session_id, "question": turn.question, "standalone": turn.standalone_question,
                     "answer": turn.answer, "mode": turn.mode, "model": turn.model,
@@ -466,13 +466,13 @@ class HistoryManager:
                     "trace": json.dumps([step.to_dict() for step in turn.trace], ensure_ascii=False),
                 },
             )
+            turn.id = result.scalar_one()
             conn.execute(
                 text("UPDATE sessions SET updated_at = :t, title = CASE WHEN title = '' THEN :title ELSE title END "
                      "WHERE id = :id"),
                 {"t": turn.created_at, "title": auto_title(turn.question), "id": session_id},
             )
             conn.execute(text("DELETE FROM deleted_sessions WHERE id = :id"), {"id": session_id})
-        turn.id = result.lastrowid
         return turn
 
     def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int,

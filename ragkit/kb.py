@@ -59,7 +59,7 @@ class KnowledgeBase:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._sync_lock = threading.Lock()
-        self.catalog = Catalog(settings.data_path / "registry.sqlite3")
+        self.catalog = Catalog(settings.catalog_location)
         if check_model:
             self._check_embedding_model()
         self.lexical = LexicalIndex()
