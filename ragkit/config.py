@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="postgresql://user:password@host:port/database: the catalog and the conversations "
         "live there (shared by every replica); default is SQLite files in the data dir")
+    write_lease_s: float = Field(
+        default=60.0, ge=3, le=3600, description="a writer renews the lease of its half-written version every third "
+        "of this; a replica that stopped renewing this long is taken for dead and its version is swept")
     collection: str = "ragkit"
     hnsw_max_neighbors: int = Field(
         default=32, ge=8, le=128,

@@ -3,10 +3,14 @@ repairing what can be repaired.
 
 The rule: a vector is deleted only when the catalog, read after the vectors were listed,
 explains it: an older version of a document it knows, a document it recorded as deleted,
-or the pending write of a writer that is gone. A writer holds the data dir's write lock
-from recording its pending write to committing it, so only a process holding the lock
-can tell a dead writer's pending write from a live one: the sweep runs under the lock
-(``sweep``), and without it pending writes only explain their vectors. Vectors of
+or the pending write of a writer that is gone. A writer holds the write lock (the data
+dir's, or the database's for replicas) from recording its pending write to committing
+it, so only a process holding the lock can tell a dead writer's pending write from a live
+one: the sweep runs under the lock (``sweep``), and without it pending writes only
+explain their vectors. Under the lock a pending write is abandoned when its lease ran
+out or its writer on this host no longer runs (``PendingWrite.abandoned``): a replica
+whose database connection dropped (so its lock went) but which still writes keeps its
+version until it stops renewing the lease. Vectors of
 documents the catalog has never heard of mean the catalog is not the one that wrote them
 (replaced, emptied, lost): then nothing is deleted and opening stops with a message
 saying what to do.
@@ -64,7 +68,7 @@ def inspect(catalog: Catalog, store: VectorStore, full: bool = False, lock_held:
     """Compare the two stores and probe the index. Cheap when their counts agree (or a
     writer is at work); otherwise (or with ``full``) every vector's metadata is listed and
     classified. ``full`` probes every vector, not a sample. ``lock_held``: the caller holds
-    the write lock, so pending writes not in flight here are abandoned."""
+    the write lock, so pending writes not in flight here whose writer is gone are abandoned."""
     found = Inspection(passages=catalog.passage_count())
     try:
         if not store.caught_up and not store.refresh(wait=False):
@@ -93,7 +97,8 @@ def _compare(found: Inspection, catalog: Catalog, store: VectorStore, full: bool
     found.scanned = True
     versions, pending, removed = catalog.snapshot()  # read after listing: see the module docstring
     in_flight = set(catalog.in_flight)
-    abandoned = {(p.doc_id, p.version) for p in pending if lock_held and (p.doc_id, p.version) not in in_flight}
+    abandoned = {(p.doc_id, p.version) for p in pending
+                 if lock_held and (p.doc_id, p.version) not in in_flight and p.abandoned()}
     pending_versions = {(p.doc_id, p.version) for p in pending}
     found.abandoned = sorted(abandoned)
     present: set[str] = set()

@@ -40,7 +40,7 @@ from .retrieval import Retriever, SearchFilters, allowed_documents
 from .tags import checked_tags
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
-from .writelock import WriteLock
+from .writelock import write_lock_for
 
 log = logging.getLogger(__name__)
 SNAPSHOT_AFTER_CHANGES = 1000  # passages re-read at open before the lexical snapshot is rewritten
@@ -59,11 +59,11 @@ class KnowledgeBase:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._sync_lock = threading.Lock()
-        self.catalog = Catalog(settings.catalog_location)
+        self.catalog = Catalog(settings.catalog_location, lease_s=settings.write_lease_s)
         if check_model:
             self._check_embedding_model()
         self.lexical = LexicalIndex()
-        lock = WriteLock(settings.data_path / "write.lock")
+        lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
         if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url or self.read_only:
             self.store = VectorStore(settings, lock, generation, read_only=self.read_only)
