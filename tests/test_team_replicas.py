@@ -77,41 +77,36 @@ def team_settings_of(env: dict[str, str], data_dir: Path, **extra) -> Settings:
 # ----- one knowledge base through several replicas ----------------------------------------
 
 
-def test_a_document_added_in_one_replica_is_found_and_deleted_through_the_other(replicas, tmp_path):
+def test_documents_and_a_conversation_are_shared_by_command_line_replicas(replicas, tmp_path):
     a, b = replicas
-    path = write_file(tmp_path / "in", "pumps.txt", "The Zephyr-9 pump moves 40 litres a minute at the north plant.")
-    a.run("ingest", str(path))
-    hits = json.loads(b.run("search", "Zephyr-9 pump", "--json"))
+    folder = tmp_path / "in"
+    write_file(folder, "pumps.txt", "The Zephyr-9 pump moves 40 litres a minute at the north plant.")
+    write_file(folder, "tea.txt", "Longjing tea is grown near West Lake in Hangzhou. It is pan-fired by hand.")
+    a.run("ingest", str(folder))
+    hits = json.loads(b.run("search", "Zephyr-9 pump", "--json"))  # ingested in A, found in B
     assert hits and hits[0]["filename"] == "pumps.txt"
-    doc_id = hits[0]["doc_id"]
-    b.run("delete", doc_id)
-    assert json.loads(a.run("docs", "--json")) == []
-    assert json.loads(a.run("search", "Zephyr-9 pump", "--json")) == []
-
-
-def test_a_conversation_started_in_one_replica_continues_in_the_other(replicas, tmp_path):
-    a, b = replicas
-    a.run("ingest", str(write_file(tmp_path / "in", "tea.txt",
-                                   "Longjing tea is grown near West Lake in Hangzhou. It is pan-fired by hand.")))
     a.run("ask", "Where is Longjing tea grown?", "--session", "shared-chat")
-    b.run("ask", "How is it processed?", "--session", "shared-chat")
+    b.run("ask", "How is it processed?", "--session", "shared-chat", "--trace")
+    b.run("delete", hits[0]["doc_id"])  # deleted in B, gone in A
+    assert [doc["filename"] for doc in json.loads(a.run("docs", "--json"))] == ["tea.txt"]
     exported = json.loads(a.run("sessions", "export", "shared-chat", "--format", "json"))
-    turns = exported["turns"] if isinstance(exported, dict) else exported
-    assert [turn["question"] for turn in turns] == ["Where is Longjing tea grown?", "How is it processed?"]
-    assert "shared-chat" in b.run("sessions", "list")
+    assert [turn["question"] for turn in exported["turns"]] == ["Where is Longjing tea grown?",
+                                                               "How is it processed?"]
+    assert "West Lake" in exported["turns"][0]["answer"]
 
 
-def test_replicas_ingesting_different_files_at_once_both_succeed(replicas, tmp_path):
-    a, b = replicas
-    first = write_file(tmp_path / "in", "owls.txt", long_text(30, "owl"))
-    second = write_file(tmp_path / "in", "foxes.txt", long_text(30, "fox"))
-    running = [a.popen("ingest", str(first)), b.popen("ingest", str(second))]
-    for process in running:
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err[-2000:]
-    listed = json.loads(a.run("docs", "--json"))
-    assert sorted(doc["filename"] for doc in listed) == ["foxes.txt", "owls.txt"]
-    assert json.loads(b.run("search", "fox keeper storm", "--json"))[0]["filename"] == "foxes.txt"
+def test_replicas_ingesting_different_files_at_once_both_succeed(shared_env, tmp_path):
+    open_team_kb(shared_env, tmp_path / "a").close()
+    first = write_file(tmp_path / "in", "owls.txt", long_text(60, "owl"))
+    second = write_file(tmp_path / "in", "foxes.txt", long_text(60, "fox"))
+    running = [TeamWorker(shared_env, tmp_path / "b", "ingest", str(first)),
+               TeamWorker(shared_env, tmp_path / "c", "ingest", str(second))]
+    assert all("result added" in worker.finish() for worker in running)
+    kb = open_team_kb(shared_env, tmp_path / "a")
+    assert sorted(doc.filename for doc in kb.documents()) == ["foxes.txt", "owls.txt"]
+    assert {stored.id for stored, _ in kb.store.scan()} == kb.catalog.passage_ids()
+    assert kb.search("fox keeper storm", k=1)[0].filename == "foxes.txt"
+    kb.close()
 
 
 def test_a_long_running_replica_sees_another_replicas_changes_without_restarting(shared_env, tmp_path):
@@ -210,7 +205,7 @@ def test_a_replica_killed_mid_ingest_leaves_nothing_and_the_next_opener_sweeps_i
     kb = open_team_kb(shared_env, tmp_path / "a")
     kept = kb.ingest(b"The kept document survives the crash of another replica.", filename="kept.txt").document
     kb.close()
-    big = write_file(tmp_path / "in", "big.txt", long_text(400, "lighthouse"))
+    big = write_file(tmp_path / "in", "big.txt", long_text(120, "lighthouse"))
     writer = TeamWorker(shared_env, tmp_path / "b", "ingest", str(big), pause_at="add")
     writer.wait_for("paused add")  # part of its vectors is on the Chroma server, its version pending
     catalog = Catalog(Settings(database_url=shared_env["RAGKIT_DATABASE_URL"], _env_file=None).catalog_location)
@@ -230,7 +225,7 @@ def test_a_replica_killed_mid_ingest_leaves_nothing_and_the_next_opener_sweeps_i
 
 def test_a_live_replicas_half_written_version_is_never_swept(shared_env, tmp_path):
     open_team_kb(shared_env, tmp_path / "a").close()
-    path = write_file(tmp_path / "in", "slow.txt", long_text(200, "badger"))
+    path = write_file(tmp_path / "in", "slow.txt", long_text(60, "badger"))
     writer = TeamWorker(shared_env, tmp_path / "b", "ingest", str(path), pause_at="add")
     writer.wait_for("paused add")
     assert TeamWorker(shared_env, tmp_path / "c", "open").finish().strip() == "documents 0"
