@@ -31,6 +31,7 @@ from .catalog import Catalog, DocumentRecord
 from .chunking import chunk_pages, contextual_text, section_paths
 from .config import Settings
 from .embeddings import Embedder
+from .errors import DatabaseUnreachable
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .originals import OriginalStore
@@ -354,6 +355,11 @@ class Indexer:
     def failure_cause(self, exc: Exception, passages: int = 0) -> str:
         """Why a write failed, in words: a full disk is named as such (Chroma reports it
         only as a failure to apply its log), with what to do."""
+        if isinstance(exc, DatabaseUnreachable):
+            return str(exc)
+        server = self.store.unreachable_message(exc)
+        if server:
+            return f"{server}. Nothing of this file was kept; add it again once the server answers."
         folder = self.settings.data_path
         text = f"{type(exc).__name__}: {exc}"
         try:

@@ -208,10 +208,20 @@ def refuse_unknown(found: Inspection, catalog: Catalog) -> None:
     )
 
 
-def warnings(found: Inspection, catalog: Catalog, folder: Path | None = None) -> list[str]:
+def server_note(store: VectorStore, error: str) -> str:
+    """The warning shown while the Chroma server does not answer (it goes once it does)."""
+    return (f"{store.where} cannot be reached ({error[:200]}); answers use keyword search only until it answers "
+            "again, and documents cannot be added, changed or deleted meanwhile. Nothing was lost; no restart "
+            "is needed.")
+
+
+def warnings(found: Inspection, catalog: Catalog, folder: Path | None = None,
+             store: VectorStore | None = None) -> list[str]:
     """Problems that leave the knowledge base usable, each with what to do about it."""
     notes = []
-    if found.store_error:
+    if found.store_error and store is not None and store.remote:
+        notes.append(server_note(store, found.store_error))
+    elif found.store_error:
         where = folder or Path(catalog.location).parent / "chroma"
         notes.append(f"the vector store {where} cannot be read ({found.store_error[:200]}); answers use "
                      "keyword search only. Run `python -m ragkit repair` to rebuild it from the catalog.")

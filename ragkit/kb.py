@@ -141,7 +141,7 @@ class KnowledgeBase:
             found = self._sweep(found)
             if refuse_unknown:
                 integrity.refuse_unknown(found, self.catalog)
-        self.health = integrity.warnings(found, self.catalog, self.store.folder)
+        self.health = integrity.warnings(found, self.catalog, self.store.folder, self.store)
         for note in self.health:
             log.warning(note)
         self._load_lexical()
@@ -150,7 +150,7 @@ class KnowledgeBase:
         """Check and load, changing nothing: nothing is swept or rewritten."""
         found = integrity.inspect(self.catalog, self.store)
         self.health = [f"read-only: {self.read_only}; the knowledge base can be listed and searched, "
-                       "not changed"] + integrity.warnings(found, self.catalog, self.store.folder)
+                       "not changed"] + integrity.warnings(found, self.catalog, self.store.folder, self.store)
         self._load_lexical()
 
     def _sweep(self, found: integrity.Inspection) -> integrity.Inspection:
@@ -371,7 +371,8 @@ class KnowledgeBase:
         self._writable("repair")
         report = integrity.repair(self.catalog, self.store, self.indexer, self.embedder)
         self._sync(force=True)
-        self.health = integrity.warnings(integrity.inspect(self.catalog, self.store), self.catalog, self.store.folder)
+        self.health = integrity.warnings(integrity.inspect(self.catalog, self.store), self.catalog, self.store.folder,
+                                         self.store)
         return report
 
     # ----- search ------------------------------------------------------------------
@@ -379,7 +380,17 @@ class KnowledgeBase:
     def search(self, query: str, k: int | None = None, filters: SearchFilters | None = None) -> list[Hit]:
         """Hybrid search: the ``k`` best passages for ``query`` (empty for an unsearchable query)."""
         self._sync()
-        return self.retriever.search(query, self.settings.top_k if k is None else k, filters, self.catalog.documents())
+        hits = self.retriever.search(query, self.settings.top_k if k is None else k, filters, self.catalog.documents())
+        if self.store.remote:
+            self._note_server(self.retriever.dense_error)
+        return hits
+
+    def _note_server(self, error: str) -> None:
+        """Show (or, once it answers again, take back) the warning that the Chroma server
+        does not answer."""
+        self.health = [note for note in self.health if not note.startswith(self.store.where)]
+        if error:
+            self.health.insert(0, integrity.server_note(self.store, error))
 
     def search_document(self, query: str, doc_id: str, k: int) -> list[Hit]:
         """The ``k`` best passages for ``query`` within one document."""

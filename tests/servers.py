@@ -104,6 +104,10 @@ class PostgresCluster:
         self.stop_server()
         self._start(self.folder / "data")
 
+    def start_server(self) -> None:
+        """Start the server again after ``stop_server``."""
+        self._start(self.folder / "data")
+
     def stop_server(self) -> None:
         """Stop the server, keeping its files (``restart`` brings it back)."""
         self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
