@@ -66,6 +66,8 @@ class DocumentRecord:
     created_at: float
     updated_at: float
     kb_id: str = DEFAULT_KB_ID  # the knowledge base it belongs to
+    added_by: str = ""  # the e-mail of who added it ("" without a login)
+    changed_by: str = ""  # who made the current version or the last edit of its title or tags
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON and tables)."""
@@ -192,7 +194,26 @@ def _writer_leases(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE pending_writes ADD COLUMN lease_until REAL NOT NULL DEFAULT 0"))
 
 
-MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases, _writer_leases]
+def _who_changed_what(conn: Connection) -> None:
+    """Version 5: who added each document and who changed it last; who deleted a document
+    and what it was called."""
+    conn.execute(text("ALTER TABLE documents ADD COLUMN added_by TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE documents ADD COLUMN changed_by TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE removed_documents ADD COLUMN removed_by TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE removed_documents ADD COLUMN title TEXT NOT NULL DEFAULT ''"))
+
+
+MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases, _writer_leases, _who_changed_what]
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A deleted document, as the Documents page lists it."""
+
+    doc_id: str
+    title: str
+    removed_by: str
+    removed_at: float
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
@@ -413,8 +434,9 @@ class Catalog:
         if taken is not None:
             raise InputError(f"there is already a knowledge base named {taken!r}: choose another name")
 
-    def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None) -> DocumentRecord:
-        """Change a document's title (marked as the user's) and/or tags."""
+    def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None,
+                        by: str = "") -> DocumentRecord:
+        """Change a document's title (marked as the user's) and/or tags (``by``: who)."""
         with write(self._engine) as conn:
             row = conn.execute(text("SELECT * FROM documents WHERE id = :id"), {"id": doc_id}).mappings().first()
             if row is None:
@@ -425,6 +447,7 @@ class Catalog:
             if tags is not None:
                 record.tags = tags
             record.updated_at = time.time()
+            record.changed_by = by
             _upsert(conn, record)
             _bump(conn, "revision")
         return record
@@ -577,16 +600,18 @@ class Catalog:
         with self._in_flight_lock:
             self.in_flight.difference_update((record.id, record.version) for record, _, _ in versions)
 
-    def remove(self, doc_id: str) -> DocumentRecord:
-        """Delete a document and its passages, remembering its id; KeyError when unknown."""
+    def remove(self, doc_id: str, by: str = "") -> DocumentRecord:
+        """Delete a document and its passages, remembering its id, title and who (``by``)
+        deleted it; KeyError when unknown."""
         with write(self._engine) as conn:
             row = conn.execute(text("SELECT * FROM documents WHERE id = :id"), {"id": doc_id}).mappings().first()
             if row is None:
                 raise KeyError(f"no document with id {doc_id!r}")
             conn.execute(text("DELETE FROM documents WHERE id = :d"), {"d": doc_id})
             conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": doc_id})
-            conn.execute(text("INSERT INTO removed_documents(doc_id, removed_at) VALUES (:d, :t) "
-                              "ON CONFLICT(doc_id) DO NOTHING"), {"d": doc_id, "t": time.time()})
+            conn.execute(text("INSERT INTO removed_documents(doc_id, removed_at, removed_by, title) "
+                              "VALUES (:d, :t, :by, :title) ON CONFLICT(doc_id) DO NOTHING"),
+                         {"d": doc_id, "t": time.time(), "by": by, "title": row["title"]})
             _bump(conn, "revision")
         return _record(row)
 
@@ -595,6 +620,13 @@ class Catalog:
         with read(self._engine) as conn:
             rows = conn.execute(text(f"SELECT {PENDING_COLUMNS} FROM pending_writes")).all()  # noqa: S608
         return [PendingWrite(*row) for row in rows]
+
+    def removals(self, limit: int = 20) -> list[Removal]:
+        """The most recent deletions, newest first."""
+        with read(self._engine) as conn:
+            rows = conn.execute(text("SELECT doc_id, title, removed_by, removed_at FROM removed_documents "
+                                     "ORDER BY removed_at DESC LIMIT :n"), {"n": limit}).all()
+        return [Removal(*row) for row in rows]
 
     def removed_ids(self) -> set[str]:
         """Ids of documents that were deleted."""

@@ -117,6 +117,10 @@ class Settings(BaseSettings):
     app_password: SecretStr | None = Field(
         default=None, description="when set, the app asks for this password before showing anything"
     )
+    editors: str = Field(
+        default="", description="who may add, edit and delete documents when people log in with an identity "
+        "provider: comma-separated e-mail addresses and domains (example.com or @example.com); empty: everyone. "
+        "With the password login (no identities) or no login, everyone may")
     login_free_guesses: int = Field(
         default=3, ge=1, le=100, description="wrong passwords one address may try before it must wait between tries"
     )

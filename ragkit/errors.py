@@ -17,6 +17,7 @@ bug and keeps its traceback in the log.
     │   ├── ReadOnlyDataDir    a change asked of a data dir that cannot be written
     │   ├── StorageFull        a change that did not fit on the disk
     │   └── EmbeddingError     the embedding model cannot be loaded or called
+    ├── NotAllowed             a person not among RAGKIT_EDITORS asked to change documents
     ├── ModelError             a configured language model failed (the answer falls back)
     ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
     └── StartupError           the app's parts could not be opened
@@ -89,6 +90,10 @@ class StorageFull(KnowledgeBaseError):
 
 class EmbeddingError(KnowledgeBaseError):
     """The configured embedding model cannot be loaded or called."""
+
+
+class NotAllowed(RagkitError, PermissionError):
+    """A logged-in person who may ask but not add, change or delete documents (``RAGKIT_EDITORS``)."""
 
 
 class ModelError(RagkitError, RuntimeError):
