@@ -109,6 +109,19 @@ def test_replicas_ingesting_different_files_at_once_both_succeed(shared_env, tmp
     kb.close()
 
 
+def test_the_same_file_added_through_two_replicas_at_once_ends_as_one_document(shared_env, tmp_path):
+    open_team_kb(shared_env, tmp_path / "a").close()
+    path = write_file(tmp_path / "in", "minutes.txt", long_text(40, "council"))
+    running = [TeamWorker(shared_env, tmp_path / "b", "ingest", str(path)),
+               TeamWorker(shared_env, tmp_path / "c", "ingest", str(path))]
+    outcomes = sorted(worker.finish().split("\n")[0].split()[1] for worker in running)
+    assert outcomes == ["added", "unchanged"]  # the second writer waited its turn and found it there
+    kb = open_team_kb(shared_env, tmp_path / "a")
+    [doc] = kb.documents()
+    assert doc.version == 1 and {stored.id for stored, _ in kb.store.scan()} == kb.catalog.passage_ids()
+    kb.close()
+
+
 def test_a_long_running_replica_sees_another_replicas_changes_without_restarting(shared_env, tmp_path):
     settings_b = team_settings_of(shared_env, tmp_path / "b", chunk_tokens=64, chunk_overlap_tokens=0)
     b = KnowledgeBase(settings_b, embedder=HashingEmbedder())  # open before A writes anything
