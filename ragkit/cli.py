@@ -320,8 +320,13 @@ def cmd_bench(args) -> int:
             raise CommandError(str(exc)) from None
         _print_summary(summary, args.json)
         return 0
-    summary = run_bench(load_settings(**_overrides(args)), quick=args.quick,
-                        report=lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True))
+    say = lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True)  # noqa: E731
+    if args.team:
+        from .bench import run_team_bench
+
+        summary = run_team_bench(load_settings(**_overrides(args)), report=say)
+    else:
+        summary = run_bench(load_settings(**_overrides(args)), quick=args.quick, report=say)
     width = max(len(key) for key in summary)
     for key, value in summary.items():
         print(f"{key:<{width}}  {value}")
@@ -591,6 +596,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="speed and memory figures")
     p.add_argument("--quick", action="store_true", help="a small workload (under a minute): a smoke test")
+    p.add_argument("--team", action="store_true",
+                   help="the same small workload on local files and on RAGKIT_DATABASE_URL + RAGKIT_CHROMA_URL, "
+                        "side by side (give it a scratch database and Chroma server)")
     p.add_argument("--peer", action="store_true",
                    help="only ragkit beside the usual LangChain stack (splitter 1000/200, MiniLM, Chroma) on the "
                         "shared QA sets' files: first-run ingest, search latency, hit@5")
