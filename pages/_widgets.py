@@ -21,7 +21,7 @@ import streamlit as st
 
 from ragkit.citations import Source, match_strength
 from ragkit.config import load_settings
-from ragkit.errors import RagkitError, SettingsError
+from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
 from ragkit.history import HistoryManager, Turn
 from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
@@ -126,6 +126,9 @@ def get_service() -> RagService:
         service = future.result()
     except RagkitError as exc:  # the library says what failed in words; details are in the log
         st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
+        if isinstance(exc, DatabaseUnreachable):  # a server that may come back: the next run tries again
+            _service_future.clear()
+            st.button("Try again", icon=":material/refresh:")
         st.stop()
     render_health(service)
     return service

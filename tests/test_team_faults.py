@@ -77,3 +77,29 @@ def test_a_restarted_database_is_named_while_down_and_used_again_once_up(postgre
         postgres_cluster.start_server()
     history.add_turn("chat", Turn(question="After?", standalone_question="After?", answer="Yes.", mode="extractive"))
     assert [turn.question for turn in history.turns("chat")] == ["Before?", "After?"]
+
+
+def test_the_app_names_an_unreachable_database_and_opens_once_it_is_back(postgres_cluster, tmp_path, monkeypatch):
+    import streamlit as st
+
+    from conftest import REPO
+    from test_app_access import app_test
+
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path / "appdata"))
+    monkeypatch.setenv("RAGKIT_DATABASE_URL", postgres_cluster.new_database())
+    monkeypatch.chdir(REPO)
+    monkeypatch.syspath_prepend(str(REPO))
+    st.cache_resource.clear()
+    postgres_cluster.stop_server()
+    try:
+        down = app_test().run()
+        assert not down.exception
+        [error] = down.error
+        assert "RAGKIT_DATABASE_URL" in error.value and str(postgres_cluster.port) in error.value
+        assert "Try again" in [button.label for button in down.button]
+    finally:
+        postgres_cluster.start_server()
+    back = app_test().run()  # the same server process (the cache survives): no restart
+    assert not back.exception and not back.error
+    assert [t.value for t in back.title] == ["Chat with your documents"]
+    st.cache_resource.clear()
