@@ -12,7 +12,7 @@ _upload_gate.try_install()
 
 import streamlit as st  # noqa: E402
 
-from pages._access import access_gate, render_logout  # noqa: E402
+from pages._access import access_gate, asked_page, remember_asked_page, render_logout  # noqa: E402
 from pages._widgets import conversation_in_view, render_model_status, start_loading  # noqa: E402
 from ragkit.errors import DatabaseUnreachable  # noqa: E402
 from ragkit.render import escape_markdown  # noqa: E402
@@ -28,11 +28,13 @@ PAGE_PATHS = ("documents", "stats")  # the pages besides Chat, by their address
 # Until the visitor is let in, the login page is the app's only page: no other page is
 # registered, so neither the sidebar nor a page URL can show any data. It answers at every
 # page's address, so a link to /documents opens the login (not "Page not found"); once
-# logged in, Chat opens.
+# logged in, the page that was asked for opens.
 if (gate := access_gate()) is not None:
     login = [st.Page(gate, title="Log in", icon=":material/lock:", default=True)]
     login += [st.Page(gate, title="Log in", icon=":material/lock:", url_path=path) for path in PAGE_PATHS]
-    st.navigation(login, position="hidden").run()
+    asked_for = st.navigation(login, position="hidden")
+    remember_asked_page(asked_for.url_path)
+    asked_for.run()
     st.stop()
 
 start_loading()  # the embedding model loads in the background while the first page renders
@@ -45,6 +47,8 @@ pages = [
 # own list would show every module in pages/, helpers included, for the first seconds after
 # a start, before this script has run (also in front of the login).
 current = st.navigation(pages, position="hidden")
+if (asked_for := asked_page()) in PAGE_PATHS:
+    st.switch_page(pages[1 + PAGE_PATHS.index(asked_for)])  # raises: the asked-for page runs instead
 with st.sidebar:
     st.markdown("### :material/library_books: ragkit")
     conversation = conversation_in_view()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
+from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -31,6 +32,7 @@ from ragkit.config import SettingsError, load_settings
 from ragkit.render import escape_markdown
 
 _GRANTED = "ragkit-password-ok"
+_ASKED_PAGE = "ragkit-page-asked-before-login"
 
 
 def password_matches(entered: str, expected: str) -> bool:
@@ -104,8 +106,9 @@ def client_address() -> str:
     return st.context.ip_address or "localhost"
 
 
-def require_access() -> None:
-    """First line of every page: send a visitor who is not let in to the entry script's login.
+def require_access(page_file: str) -> None:
+    """First line of every page (``require_access(__file__)``): send a visitor who is not let
+    in to the entry script's login, which opens this page once they are.
 
     Normally a page only runs after the entry script let the visitor in. But until the
     entry script has called st.navigation once in this server process, Streamlit serves a
@@ -113,7 +116,20 @@ def require_access() -> None:
     directory mode); this check keeps that first request from showing any data.
     """
     if access_gate() is not None:
+        remember_asked_page(Path(page_file).stem)
         st.switch_page("streamlit_app.py")  # raises: nothing after this line runs
+
+
+def remember_asked_page(url_path: str) -> None:
+    """Remember the page a visitor who is not let in asked for ("documents"; "" for Chat,
+    which keeps what an earlier request asked for): the login's reruns all run at the root."""
+    if url_path:
+        st.session_state[_ASKED_PAGE] = url_path
+
+
+def asked_page() -> str:
+    """The page asked for before the login (once: it is forgotten as it is read), or ""."""
+    return st.session_state.pop(_ASKED_PAGE, "")
 
 
 def upload_gate_error_page() -> None:

@@ -70,6 +70,7 @@ def _create(kb: KnowledgeBase) -> None:
     st.session_state[CURRENT_KB] = base.id
     st.session_state["kb-new-name"] = ""
     st.session_state["doc-notice"] = f"Knowledge base {base.name} created: add documents to it below"
+    _close_popovers()
 
 
 def _rename(kb: KnowledgeBase, kb_id: str) -> None:
@@ -80,6 +81,7 @@ def _rename(kb: KnowledgeBase, kb_id: str) -> None:
         st.session_state["kb-error"] = str(exc)
         return
     st.session_state["doc-notice"] = f"Knowledge base renamed to {base.name}"
+    _close_popovers()
 
 
 def _delete(kb: KnowledgeBase, kb_id: str) -> None:
@@ -91,20 +93,27 @@ def _delete(kb: KnowledgeBase, kb_id: str) -> None:
         return
     st.session_state[CURRENT_KB] = kb.default_knowledge_base().id
     st.session_state["doc-notice"] = f"Knowledge base {name} deleted with its {plural(len(deleted), 'document')}"
+    _close_popovers()
+
+
+def _close_popovers() -> None:
+    # A fresh key closes a popover even when the user acted before the run that opened it had finished.
+    st.session_state["kb-popover-round"] = st.session_state.get("kb-popover-round", 0) + 1
 
 
 def knowledge_base_actions(kb: KnowledgeBase, base: KnowledgeBaseInfo) -> None:
     """New, Rename and Delete for knowledge bases, as popovers in a row."""
+    round_ = st.session_state.get("kb-popover-round", 0)
     with st.container(horizontal=True, gap="small", key="kb-actions"):
-        with st.popover("New", icon=":material/add:"):
+        with st.popover("New", icon=":material/add:", key=f"kb-new-{round_}"):
             with st.form("kb-create", border=False):
                 st.text_input("Name of the new knowledge base", key="kb-new-name", max_chars=80)
                 st.form_submit_button("Create", on_click=_create, args=(kb,))
-        with st.popover("Rename", icon=":material/edit:"):
+        with st.popover("Rename", icon=":material/edit:", key=f"kb-rename-popover-{round_}"):
             with st.form(f"kb-rename-form-{base.id}", border=False):
                 st.text_input("New name", value=base.name, key=f"kb-rename-{base.id}", max_chars=80)
                 st.form_submit_button("Rename", on_click=_rename, args=(kb, base.id))
-        with st.popover("Delete", icon=":material/delete:"):
+        with st.popover("Delete", icon=":material/delete:", key=f"kb-delete-popover-{round_}"):
             st.write(f"Delete the knowledge base **{escape_markdown(base.name)}** and its "
                      f"{plural(base.documents, 'document')}? Conversations keep their answers.")
             st.button("Yes, delete the knowledge base", type="primary", key=f"kb-delete-{base.id}",

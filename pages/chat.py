@@ -36,7 +36,7 @@ SCROLL = "scroll-to-answer"  # the run after an answer finished: bring its end i
 NOTICE = "conversation-notice"  # said once at the top of the page
 SEARCH = "conversation-search"
 
-require_access()
+require_access(__file__)
 st.title("Chat with your documents")
 source_text_style()
 service = get_service()

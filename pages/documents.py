@@ -31,7 +31,7 @@ from ragkit.tags import checked_tags
 
 SELECTED, TABLE, TABLE_IDS = "selected-documents", "documents-table", "documents-table-ids"
 
-require_access()
+require_access(__file__)
 keep_session_in_url()
 st.title("Documents")
 service = get_service()

@@ -16,7 +16,7 @@ from ragkit.stats import (
     turns_frame,
 )
 
-require_access()
+require_access(__file__)
 keep_session_in_url()
 st.title("Stats")
 COUNT_AXIS = alt.Axis(tickMinStep=1, format="d")

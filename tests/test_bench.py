@@ -1,9 +1,15 @@
 """The benchmark runs end to end and reports every figure (its values are not asserted)."""
 
+import pytest
+
 from ragkit.bench import run_bench, synthetic_document
 from ragkit.config import Settings
 
 
+# The quick workload measures every figure once (OCR, URL ingest, a 3k-passage base, both
+# encoders): minutes on a busy 2-core machine. The limit only guards against a hang.
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_quick_bench_reports_every_figure(tmp_path):
     figures = run_bench(Settings(data_dir=tmp_path, _env_file=None), quick=True)
     assert figures["workload"] == "quick"

@@ -149,6 +149,7 @@ def test_knowledge_bases_files_of_every_kind_and_bulk_delete(app_url, page, tmp_
     page.get_by_role("button", name="Create", exact=True).click()
     page.get_by_text("Knowledge base Lighthouse created").wait_for()
     page.get_by_text("No documents in Lighthouse yet").wait_for()
+    expect(page.get_by_label("Name of the new knowledge base", exact=True)).to_be_hidden()  # the popover closed
     notes = tmp_path / "keeper.md"
     notes.write_text("# Keeper's log\n\nThe keeper of Skerry Point records 42 storms every winter, "
                      "and the founder of the lighthouse trust is Agnes Mowat.\n", encoding="utf-8")

@@ -178,9 +178,11 @@ def test_a_password_protected_app_shows_nothing_before_login(locked_app_url, pag
 
     password.fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
-    page.get_by_role("heading", name="Chat with your documents").wait_for()
+    page.get_by_role("heading", name="Documents", exact=True).wait_for()  # the page the link asked for
     expect(nav_links(page)).to_have_text([re.compile(f"{name}$") for name in ("Chat", "Documents", "Stats")])
     assert seen_since_load(page) == [], "no page list of Streamlit's and no 'Page not found', ever"
+    go(page, "Chat")
+    page.get_by_role("heading", name="Chat with your documents").wait_for()
 
     page.get_by_role("button", name="Log out").click()
     page.get_by_label("Password", exact=True).wait_for()

