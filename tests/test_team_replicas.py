@@ -182,7 +182,7 @@ def test_a_pending_write_is_abandoned_only_when_its_writer_is_gone():
     elsewhere_live = PendingWrite("d", 1, "db-host-2:4242:abcd", now - 300, "db-host-2", now + 30)
     elsewhere_dead = PendingWrite("d", 1, "db-host-2:4242:abcd", now - 300, "db-host-2", now - 1)
     here_dead = PendingWrite("d", 1, f"{HOST}:999999999:abcd", now, HOST, now + 30)
-    here_live = PendingWrite("d", 1, f"{HOST}:{os.getpid() - 0}:other", now, HOST, now + 30)
+    here_live = PendingWrite("d", 1, f"{HOST}:{os.getpid()}:other", now, HOST, now + 30)
     assert not elsewhere_live.abandoned() and elsewhere_dead.abandoned()
     assert here_dead.abandoned() and not here_live.abandoned()
 
