@@ -131,7 +131,7 @@ class DatabaseWriteLock(WriteLock):
 
         from .db import CONNECT_TIMEOUT_S
 
-        super().__init__(Path(os.devnull))
+        super().__init__(Path(os.devnull))  # no lock file: the database holds the lock
         self._engine = create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
         self._connection = None
 
@@ -142,6 +142,7 @@ class DatabaseWriteLock(WriteLock):
         from .db import unreachable_message
         from .errors import DatabaseUnreachable
 
+        connection = None
         try:
             connection = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             while not connection.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": WRITER_LOCK_KEY}).scalar():
@@ -150,6 +151,8 @@ class DatabaseWriteLock(WriteLock):
                     return False
                 time.sleep(LOCK_POLL_S)
         except DBAPIError as exc:
+            if connection is not None:
+                connection.invalidate()  # never back to a pool: it may be half-dead
             raise DatabaseUnreachable(unreachable_message(self._engine, exc.orig)) from None
         self._connection = connection
         return True
