@@ -345,9 +345,10 @@ def render_turn(turn: Turn, latest: bool = False, actions: Callable[[Turn], None
         render_trace(turn)
 
 
-def render_feedback_summary(history: HistoryManager) -> None:
+def render_feedback_summary(history: HistoryManager, person: str | None = None) -> None:
     """The readers' verdict on the answers (Stats page): thumbs up and down, and the latest
-    comments with the question each was about."""
+    comments with the question each was about (only from ``person``'s own conversations,
+    with a login that knows people)."""
     st.subheader("Answer feedback")
     counts = history.feedback_counts()
     if not counts.up + counts.down:
@@ -357,7 +358,7 @@ def render_feedback_summary(history: HistoryManager) -> None:
         st.metric("Helpful 👍", counts.up)
         st.metric("Not helpful 👎", counts.down)
         st.metric("With a comment", counts.comments)
-    comments = history.feedback_comments(limit=5)
+    comments = history.feedback_comments(limit=5, owner=person)
     if comments:
         with st.expander(f"Latest comments ({len(comments)})"):
             for _, turn in comments:

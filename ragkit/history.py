@@ -429,10 +429,12 @@ class HistoryManager:
         up, down = counts.get(THUMBS_UP, (0, 0)), counts.get(THUMBS_DOWN, (0, 0))
         return FeedbackCounts(up=up[0], down=down[0], comments=up[1] + down[1])
 
-    def feedback_comments(self, limit: int = 5) -> list[tuple[str, Turn]]:
-        """The latest rated answers that carry a comment, newest first: (session id, turn)."""
-        rows = self._query("SELECT * FROM turns WHERE feedback IS NOT NULL AND feedback_comment != '' "
-                           "ORDER BY feedback_at DESC, id DESC LIMIT :n", {"n": limit})
+    def feedback_comments(self, limit: int = 5, owner: str | None = None) -> list[tuple[str, Turn]]:
+        """The latest rated answers that carry a comment, newest first: (session id, turn);
+        with ``owner``, only those in that person's conversations."""
+        mine = " AND session_id IN (SELECT id FROM sessions WHERE owner = :owner)" if owner is not None else ""
+        rows = self._query("SELECT * FROM turns WHERE feedback IS NOT NULL AND feedback_comment != ''"  # noqa: S608
+                           f"{mine} ORDER BY feedback_at DESC, id DESC LIMIT :n", {"n": limit, "owner": owner})
         return [(row["session_id"], _turn(row)) for row in rows]
 
     def search(self, query: str, limit: int = 50, owner: str | None = None) -> list[SessionMatch]:

@@ -71,3 +71,21 @@ def test_a_viewer_gets_no_upload_zone_or_delete_button_and_an_editor_does(team_d
     assert any("only editors (RAGKIT_EDITORS)" in info.value for info in bo.info)
     ana = logged_in(ANA, page="pages/documents.py")
     assert not ana.exception and "Add documents" in everything(ana)
+
+
+def test_stats_quote_only_the_persons_own_feedback(team_data, embedder):
+    from ragkit.config import Settings
+    from ragkit.history import HistoryManager
+    from ragkit.kb import KnowledgeBase
+
+    settings = Settings(data_dir=team_data, _env_file=None)
+    kb = KnowledgeBase(settings, embedder=embedder)  # the charts need a document
+    kb.ingest(b"The ferry to Vardo leaves at nine.", filename="ferry.txt")
+    kb.close()
+    history = HistoryManager(settings.sessions_location)
+    history.set_feedback("ana-chat", history.turns("ana-chat")[0].id, 1, "Exactly the timetable")
+    bo = logged_in(BO, page="pages/stats.py")
+    assert not bo.exception
+    assert "Exactly the timetable" not in everything(bo) and "ferry to Vardø" not in everything(bo)
+    ana = logged_in(ANA, page="pages/stats.py")
+    assert "Exactly the timetable" in everything(ana)
