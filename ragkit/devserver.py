@@ -25,6 +25,8 @@ class Reply:
     chunk_chars: int = 4
     break_after_chunks: int | None = None  # drop the connection mid-stream
     chunk_delay_s: float = 0.0  # pause between streamed chunks
+    stall_after_chunks: int | None = None  # go silent after this many chunks, for stall_s
+    stall_s: float = 0.0
     finish_reason: str = "stop"  # "length": the server's token limit cut the answer
     error: str = ""  # the error message of a failure status (llama.cpp's words, say)
     usage: dict | None = field(
@@ -147,6 +149,8 @@ class ScriptedOpenAIServer:
                 size = reply.chunk_chars
                 pieces = [reply.content[i:i + size] for i in range(0, len(reply.content), size)]
                 for number, piece in enumerate(pieces):
+                    if number == reply.stall_after_chunks:
+                        time.sleep(reply.stall_s)
                     if reply.break_after_chunks is not None and number >= reply.break_after_chunks:
                         self.wfile.write(b"data: {broken json")
                         self.wfile.flush()

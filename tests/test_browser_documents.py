@@ -212,6 +212,7 @@ def test_knowledge_bases_files_of_every_kind_and_bulk_delete(app_url, page, tmp_
     page.get_by_role("button", name="Yes, delete them").click()
     page.get_by_text(re.compile(r"2 documents deleted \((register\.xlsx|tides\.csv)")).wait_for()
     page.get_by_role("heading", name=re.compile(r"Lighthouse · 3 documents")).wait_for()
+    page.get_by_role("heading", name="2 documents selected").wait_for(state="detached")  # nothing left chosen
     shot(page, "documents-bulk-390")
 
 

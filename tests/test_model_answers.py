@@ -183,3 +183,27 @@ def test_ask_exits_3_when_the_model_failed_and_a_second_process_skips_an_unusabl
     assert result.returncode == 3, result.stderr
     assert "stateful agents" in result.stdout
     assert "internal error (500)" in result.stderr and "exit code 3" in result.stderr
+
+
+@pytest.mark.parametrize("failure", [
+    {"stall_after_chunks": 12, "stall_s": 8},  # goes silent past the turn's model time
+    {"break_after_chunks": 12},  # drops the connection
+])
+def test_a_model_that_stops_mid_answer_keeps_the_sentences_already_shown(settings, docs, failure):
+    text = "LangGraph is a library for building stateful agents [1]. It was released in 2024 by LangChain Inc. [1]."
+    with ScriptedOpenAIServer(answers_with(text, chunk_chars=6, **failure)) as server:
+        turn, shown = ask(settings, docs, server, "What is LangGraph?", llm_timeout_s=4.0, model_judge="off")
+    assert turn.mode == "llm"
+    assert turn.answer.startswith("LangGraph is a library for building stateful agents [1].")
+    assert shown == "LangGraph is a library for building stateful agents [1]."  # nothing withdrawn
+    assert "the model stopped before finishing" in turn.answer  # the footer says so
+    stopped = next(step.detail for step in turn.trace if step.step == "Model stopped")
+    assert "sentences shown before it stopped are kept" in stopped
+
+
+def test_a_model_that_stops_before_anything_answers_falls_back_to_quotes(settings, docs):
+    text = "LangGraph is a library for building stateful agents [1]."
+    with ScriptedOpenAIServer(answers_with(text, chunk_chars=6, stall_after_chunks=3, stall_s=8)) as server:
+        turn, _ = ask(settings, docs, server, "What is LangGraph?", llm_timeout_s=3.0, model_judge="off")
+    assert turn.mode == "extractive" and "stateful agents" in turn.answer
+    assert "no reply in" in turn.error or "waited" in turn.error

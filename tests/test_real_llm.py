@@ -204,6 +204,8 @@ def test_the_model_answers_correctly_at_least_as_often_as_offline(offline, gener
     by_model = sum(asked.correct for asked in generated)
     by_offline = sum(asked.correct for asked in offline)
     wrong = [(asked.turn.question, asked.turn.answer) for asked in generated if not asked.correct]
+    print(f"correct: with the model {by_model}/{len(generated)}, offline {by_offline}/{len(offline)}; "
+          f"answers kept from the model: {sum(asked.turn.mode == 'llm' for asked in generated)}")
     assert by_model >= by_offline, (by_model, by_offline, wrong)
 
 
@@ -211,6 +213,9 @@ def test_a_turn_costs_offline_time_plus_the_models_own_work_and_no_more(offline,
     spent = sum(asked.seconds for asked in generated) / len(generated)
     allowed = (sum(asked.seconds for asked in offline) + sum(asked.model_seconds for asked in generated)) \
         / len(generated) + TURN_OVERHEAD_S
+    print(f"mean turn {spent:.2f} s; allowed {allowed:.2f} s (offline "
+          f"{sum(a.seconds for a in offline) / len(offline):.2f} s + the model's own "
+          f"{sum(a.model_seconds for a in generated) / len(generated):.2f} s + {TURN_OVERHEAD_S:.0f} s)")
     assert any(asked.model_seconds > 0 for asked in generated), "the server's log shows no model work"
     assert spent <= allowed, [(a.turn.question, round(a.seconds, 1), round(a.model_seconds, 1), a.requests)
                               for a in generated]

@@ -62,15 +62,15 @@ class ScreenedAnswer:
             self._judge(sentence)
         self._pending = rest
 
-    def finish(self, cut_off: bool) -> None:
-        """Judge what is left; an answer cut at its token limit ends at its last complete
-        sentence."""
+    def finish(self, cut_off: bool, why: str = "cut off at the answer's token limit") -> None:
+        """Judge what is left; an answer cut off (at its token limit, or by a model that
+        stopped: ``why``) ends at its last complete sentence."""
         sentences, rest = answer_sentences(self._pending)
         for sentence in sentences:
             self._judge(sentence)
         if rest.strip():
             if cut_off:
-                self.withheld.append(Withheld(rest.strip(), "cut off at the answer's token limit"))
+                self.withheld.append(Withheld(rest.strip(), why))
             else:
                 self._judge(rest)
         self._pending = ""
