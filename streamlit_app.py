@@ -14,6 +14,8 @@ import streamlit as st  # noqa: E402
 
 from pages._access import access_gate, asked_page, remember_asked_page, render_logout  # noqa: E402
 from pages._widgets import conversation_in_view, render_model_status, start_loading  # noqa: E402
+from ragkit.errors import DatabaseUnreachable  # noqa: E402
+from ragkit.render import escape_markdown  # noqa: E402
 
 st.set_page_config(
     page_title="ragkit — chat with your documents", page_icon="📚", layout="wide",
@@ -55,4 +57,8 @@ with st.sidebar:
             st.page_link(page, query_params={"session": conversation} if conversation else None)
 render_model_status()
 render_logout()
-current.run()
+try:
+    current.run()
+except DatabaseUnreachable as exc:  # the shared database went away mid-page: say which and where; a rerun retries
+    st.error(escape_markdown(str(exc)), icon=":material/cloud_off:")
+    st.button("Try again", icon=":material/refresh:")

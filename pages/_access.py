@@ -51,6 +51,22 @@ def oidc_configured() -> bool:
     return st.secrets.load_if_toml_exists() and "auth" in st.secrets
 
 
+def current_person() -> str | None:
+    """The logged-in person's e-mail with the OIDC login (their conversations are theirs,
+    RAGKIT_EDITORS applies to them); None without a login or with the shared password,
+    which know no people."""
+    if oidc_configured() and st.user.is_logged_in:
+        return st.user.get("email") or st.user.get("sub")
+    return None
+
+
+def may_edit_documents() -> bool:
+    """Whether this visitor may add, edit and delete documents (see ``ragkit.people``)."""
+    from ragkit.people import may_edit
+
+    return may_edit(load_settings(), current_person())
+
+
 def access_gate() -> Callable[[], None] | None:
     """None when this visitor may use the app; otherwise the page to show instead. The
     verdict is recorded for the upload gate either way."""

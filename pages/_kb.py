@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._access import current_person
 from ragkit.catalog import KnowledgeBaseInfo
 from ragkit.errors import RagkitError
 from ragkit.kb import KnowledgeBase, plural
@@ -62,7 +63,7 @@ def knowledge_base_picker(kb: KnowledgeBase, allow_all: bool = False, key: str =
 def _create(kb: KnowledgeBase) -> None:
     name = st.session_state.get("kb-new-name", "")
     try:
-        base = kb.create_knowledge_base(name)
+        base = kb.create_knowledge_base(name, person=current_person())
     except RagkitError as exc:
         st.session_state["kb-error"] = str(exc)
         return
@@ -74,7 +75,8 @@ def _create(kb: KnowledgeBase) -> None:
 
 def _rename(kb: KnowledgeBase, kb_id: str) -> None:
     try:
-        base = kb.rename_knowledge_base(kb_id, st.session_state.get(f"kb-rename-{kb_id}", ""))
+        base = kb.rename_knowledge_base(kb_id, st.session_state.get(f"kb-rename-{kb_id}", ""),
+                                        person=current_person())
     except RagkitError as exc:
         st.session_state["kb-error"] = str(exc)
         return
@@ -85,7 +87,7 @@ def _rename(kb: KnowledgeBase, kb_id: str) -> None:
 def _delete(kb: KnowledgeBase, kb_id: str) -> None:
     try:
         name = kb.knowledge_base(kb_id).name
-        deleted = kb.delete_knowledge_base(kb_id)
+        deleted = kb.delete_knowledge_base(kb_id, person=current_person())
     except RagkitError as exc:
         st.session_state["kb-error"] = str(exc)
         return

@@ -21,7 +21,7 @@ import streamlit as st
 
 from ragkit.citations import Source, match_strength
 from ragkit.config import load_settings
-from ragkit.errors import RagkitError, SettingsError
+from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
 from ragkit.history import HistoryManager, Turn
 from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
@@ -126,6 +126,9 @@ def get_service() -> RagService:
         service = future.result()
     except RagkitError as exc:  # the library says what failed in words; details are in the log
         st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
+        if isinstance(exc, DatabaseUnreachable):  # a server that may come back: the next run tries again
+            _service_future.clear()
+            st.button("Try again", icon=":material/refresh:")
         st.stop()
     render_health(service)
     return service
@@ -352,9 +355,10 @@ def render_turn(turn: Turn, latest: bool = False, actions: Callable[[Turn], None
         render_trace(turn)
 
 
-def render_feedback_summary(history: HistoryManager) -> None:
+def render_feedback_summary(history: HistoryManager, person: str | None = None) -> None:
     """The readers' verdict on the answers (Stats page): thumbs up and down, and the latest
-    comments with the question each was about."""
+    comments with the question each was about (only from ``person``'s own conversations,
+    with a login that knows people)."""
     st.subheader("Answer feedback")
     counts = history.feedback_counts()
     if not counts.up + counts.down:
@@ -364,7 +368,7 @@ def render_feedback_summary(history: HistoryManager) -> None:
         st.metric("Helpful 👍", counts.up)
         st.metric("Not helpful 👎", counts.down)
         st.metric("With a comment", counts.comments)
-    comments = history.feedback_comments(limit=5)
+    comments = history.feedback_comments(limit=5, owner=person)
     if comments:
         with st.expander(f"Latest comments ({len(comments)})"):
             for _, turn in comments:

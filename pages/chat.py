@@ -4,7 +4,7 @@ send it again, thumbs up or down with a comment."""
 
 import streamlit as st
 
-from pages._access import require_access
+from pages._access import current_person, may_edit_documents, require_access
 from pages._browser import copy_button, scroll_to_last_answer, source_text_style
 from pages._widgets import (
     UPLOAD_TYPES,
@@ -41,19 +41,23 @@ st.title("Chat with your documents")
 source_text_style()
 service = get_service()
 history = service.history
+person = current_person()  # with a login that knows people, each sees and continues only their own conversations
 
 
 def current_session_id() -> str:
     """The conversation to show: one just picked in the sidebar, else the one in the URL (or the
     last one used in this tab), else a new one. The URL always names it, so a reload reopens it.
     A conversation deleted meanwhile (an old link, another tab, the Back button) is never
-    reopened under its id: a new one starts, and the page says so."""
+    reopened under its id: a new one starts, and the page says so. A link to someone else's
+    conversation opens a new one and tells nothing of it."""
     session_id = (st.session_state.pop("switch-to", None) or st.query_params.get("session")
                   or st.session_state.get("session_id", ""))
     try:
         validate_session_id(session_id)
         if history.was_deleted(session_id):
             st.session_state[NOTICE] = "That conversation was deleted; this is a new one."
+            session_id = ""
+        elif not history.may_open(session_id, person):
             session_id = ""
     except SessionError:
         session_id = ""
@@ -178,10 +182,10 @@ with st.sidebar:
     query = st.text_input("Search conversations", key=SEARCH, placeholder="Search conversations",
                           icon=":material/search:", label_visibility="collapsed", live=True,
                           help="Titles, questions and answers holding every word you type")
-    sessions = history.list_sessions()
+    sessions = history.list_sessions(owner=person)
     labels = conversation_labels(sessions)
     if query.strip():
-        matches = history.search(query)
+        matches = history.search(query, owner=person)
         st.caption(f"{plural(len(matches), 'conversation')} with “{escape_line(query.strip())}”"
                    if matches else "No conversation holds all of these words.")
         for match in matches[:40]:
@@ -368,6 +372,8 @@ def answer(question: str, how: str = "ask", turn_id: int | None = None) -> None:
         with st.chat_message("assistant"):
             areas = {"status": st.empty(), "answer": st.empty(), "sources": st.empty(), "text": "",
                      "question": question}
+    if person is not None:
+        history.create_session(session_id, owner=person)  # theirs from the first question on
     if how == "regenerate":
         events = service.engine.stream_regenerate(session_id, filters)
     else:
@@ -415,7 +421,7 @@ if allowed is not None:
 chinese = (st.context.locale or "").lower().startswith("zh")
 prompt = st.chat_input(
     "输入关于文档的问题…" if chinese else "Ask a question about your documents…",
-    accept_file="multiple",
+    accept_file="multiple" if may_edit_documents() else False,
     file_type=UPLOAD_TYPES,
 )
 
@@ -425,10 +431,11 @@ if st.session_state.pop(SCROLL, False):
 if prompt:
     dismiss_results()  # the last uploads' results make way for the new message
     cancel_editing()
-    files = prompt.files or []
+    files = getattr(prompt, "files", None) or []  # a plain string when files are not accepted (viewers)
     if files:
-        track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), []) for upload in files]))
-    question = prompt.text or ""
+        track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), []) for upload in files],
+                                               person=person))
+    question = (prompt if isinstance(prompt, str) else prompt.text) or ""
     if files and question.strip():
         st.session_state[PENDING] = (session_id, question)
         st.rerun()

@@ -7,9 +7,11 @@ the ids on every run, so the panels and their buttons always belong to the docum
 user picked.
 """
 
+from datetime import datetime
+
 import streamlit as st
 
-from pages._access import require_access
+from pages._access import current_person, may_edit_documents, require_access
 from pages._kb import keep_session_in_url, knowledge_base_actions, knowledge_base_picker
 from pages._viewer import download_original, open_viewer
 from pages._widgets import (
@@ -34,30 +36,16 @@ keep_session_in_url()
 st.title("Documents")
 service = get_service()
 kb = service.kb
+person = current_person()  # None without a login that knows people
+editor = may_edit_documents()  # RAGKIT_EDITORS; the library checks it again
 
 picker_col, actions_col = st.columns([2, 3], vertical_alignment="bottom")
 with picker_col:
     kb_id = knowledge_base_picker(kb)
 base = kb.knowledge_base(kb_id)
-with actions_col:
-    knowledge_base_actions(kb, base)
-
-st.markdown(f"Drop {UPLOAD_TYPES_LABEL} files, or add a web page by its address. Each is read, split into passages "
-            f"and indexed in the background, into **{escape_markdown(base.name)}**.")
-upload_col, tag_col = st.columns([3, 1])
-with tag_col:
-    upload_tags = st.text_input("Tags for new files", placeholder="e.g. finance, 2026",
-                                help="Comma-separated. Tags can be changed later.")
-with upload_col:
-    # No type filter: Streamlit's own would drop an unsupported file with a message that flashes
-    # for half a second; the library refuses it with a result row that says why.
-    uploads = st.file_uploader(
-        "Add documents",
-        accept_multiple_files=True,
-        key=f"uploader-{st.session_state.get('uploader-round', 0)}",
-        help=f"Supported: {UPLOAD_TYPES_LABEL}. Other files are refused with the reason.",
-    )
-
+if editor:
+    with actions_col:
+        knowledge_base_actions(kb, base)
 
 def new_tags() -> list[str] | None:
     """The tags typed for new files, or None (and an error shown) when they cannot be used."""
@@ -68,33 +56,61 @@ def new_tags() -> list[str] | None:
         return None
 
 
-if uploads and (tags := new_tags()) is not None:
-    track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), tags) for upload in uploads], kb_id))
-    # A fresh uploader key empties the drop zone so the same files are not queued twice.
-    st.session_state["uploader-round"] = st.session_state.get("uploader-round", 0) + 1
-    st.rerun()
+if editor:  # the others see no upload zone (and the library refuses them anyway)
+    st.markdown(f"Drop {UPLOAD_TYPES_LABEL} files, or add a web page by its address. Each is read, split into passages "
+                f"and indexed in the background, into **{escape_markdown(base.name)}**.")
+    upload_col, tag_col = st.columns([3, 1])
+    with tag_col:
+        upload_tags = st.text_input("Tags for new files", placeholder="e.g. finance, 2026",
+                                    help="Comma-separated. Tags can be changed later.")
+    with upload_col:
+        # No type filter: Streamlit's own would drop an unsupported file with a message that flashes
+        # for half a second; the library refuses it with a result row that says why.
+        uploads = st.file_uploader(
+            "Add documents",
+            accept_multiple_files=True,
+            key=f"uploader-{st.session_state.get('uploader-round', 0)}",
+            help=f"Supported: {UPLOAD_TYPES_LABEL}. Other files are refused with the reason.",
+        )
+    if uploads and (tags := new_tags()) is not None:
+        track_jobs(service.uploads.submit_many([(upload.name, upload.getvalue(), tags) for upload in uploads],
+                                               kb_id, person=person))
+        # A fresh uploader key empties the drop zone so the same files are not queued twice.
+        st.session_state["uploader-round"] = st.session_state.get("uploader-round", 0) + 1
+        st.rerun()
 
-with st.form("add-url", border=False, clear_on_submit=True):
-    url_col, fetch_col = st.columns([4, 1], vertical_alignment="bottom")
-    address = url_col.text_input("Web page", placeholder="https://example.com/article",
-                                 help="The page's main text is added (menus, footers and ads left out).")
-    fetch = fetch_col.form_submit_button("Add the page", icon=":material/language:", width="stretch")
-if fetch and address.strip() and (tags := new_tags()) is not None:
-    track_jobs([service.uploads.submit_url(address, tags, kb_id)])
-    st.rerun()
+    with st.form("add-url", border=False, clear_on_submit=True):
+        url_col, fetch_col = st.columns([4, 1], vertical_alignment="bottom")
+        address = url_col.text_input("Web page", placeholder="https://example.com/article",
+                                     help="The page's main text is added (menus, footers and ads left out).")
+        fetch = fetch_col.form_submit_button("Add the page", icon=":material/language:", width="stretch")
+    if fetch and address.strip() and (tags := new_tags()) is not None:
+        track_jobs([service.uploads.submit_url(address, tags, kb_id, person=person)])
+        st.rerun()
+else:
+    st.info("You can search and ask questions; only editors (RAGKIT_EDITORS) can add, edit or delete documents.",
+            icon=":material/visibility:")
 
 render_indexing(service)  # progress while indexing; results stay until dismissed
 
 if notice := st.session_state.pop("doc-notice", None):
     st.success(escape_markdown(notice), icon=":material/check_circle:")
 
+if removals := kb.removals(10):
+    with st.expander(f"Recently deleted ({len(removals)})", expanded=False):
+        for removal in removals:
+            by = f" by {escape_line(removal.removed_by)}" if removal.removed_by else ""
+            when = datetime.fromtimestamp(removal.removed_at).strftime("%Y-%m-%d %H:%M")
+            st.caption(f"{escape_line(removal.title or removal.doc_id)} — deleted{by}, {when}")
+
 documents = kb.documents([kb_id])
 if not documents:
     if not indexing_running(service):
         st.info(f"No documents in {escape_markdown(base.name)} yet. Drop files above, or load the bundled user "
                 "guide to try ragkit out.", icon=":material/inbox:")
-        st.button("Load the sample documents", icon=":material/auto_stories:", type="primary",
-                  on_click=queue_samples, args=(service, kb_id))
+        if editor:
+            st.button("Load the sample documents", icon=":material/auto_stories:", type="primary",
+                      on_click=queue_samples, args=(service, kb_id))
     st.stop()
 
 
@@ -150,7 +166,7 @@ st.dataframe(
 
 def delete_chosen(doc_ids: list[str]) -> None:
     """Button callback: delete the chosen documents (one confirmation for all of them)."""
-    deleted = kb.delete_many(doc_ids)
+    deleted = kb.delete_many(doc_ids, person=person)
     st.session_state[SELECTED] = []
     names = ", ".join(doc.filename for doc in deleted[:3]) + (" …" if len(deleted) > 3 else "")
     st.session_state["doc-notice"] = (f"{deleted[0].filename}: deleted" if len(deleted) == 1
@@ -160,14 +176,14 @@ def delete_chosen(doc_ids: list[str]) -> None:
 def tag_chosen(doc_ids: list[str]) -> None:
     """Form callback: add the typed tags to every chosen document."""
     try:
-        changed = kb.add_tags(doc_ids, [st.session_state.get("bulk-tags", "")])
+        changed = kb.add_tags(doc_ids, [st.session_state.get("bulk-tags", "")], person=person)
     except RagkitError as exc:
         st.session_state["bulk-error"] = str(exc)
         return
     st.session_state["doc-notice"] = f"tags added to {plural(len(changed), 'document')}"
 
 
-if len(selected) > 1:
+if len(selected) > 1 and editor:
     chosen = [doc for doc in shown_docs if doc.id in selected]
     st.markdown(f"### {plural(len(chosen), 'document')} selected")
     st.caption(", ".join(escape_line(doc.filename) for doc in chosen[:8]) + (" …" if len(chosen) > 8 else ""))
@@ -196,23 +212,30 @@ st.markdown(f"### {escape_line(doc.title)}")
 st.caption(f"{escape_line(doc.filename)} · {escape_line(doc.doc_type)} · {plural(doc.pages, where)} · "
            f"{plural(doc.chunks, 'passage')} · {plural(doc.tokens, 'token')} · {doc.size_bytes / 1024:.1f} KB · "
            f"version {doc.version} · id {escape_line(doc.id)}")
+if doc.added_by or doc.changed_by:
+    added = datetime.fromtimestamp(doc.created_at).strftime("%Y-%m-%d %H:%M")
+    changed = datetime.fromtimestamp(doc.updated_at).strftime("%Y-%m-%d %H:%M")
+    st.caption(f"Added by {escape_line(doc.added_by or 'someone without a login')} on {added} · last changed by "
+               f"{escape_line(doc.changed_by or doc.added_by or 'someone without a login')} on {changed}")
 edit_col, delete_col = st.columns([3, 1])
-with edit_col.form(f"edit-{doc.id}"):
-    title = st.text_input("Title", value=doc.title)
-    tags = st.text_input("Tags", value=", ".join(doc.tags), help="Comma-separated")
-    if st.form_submit_button("Save"):
+with (edit_col.form(f"edit-{doc.id}") if editor else edit_col.container()):
+    title = st.text_input("Title", value=doc.title, disabled=not editor)
+    tags = st.text_input("Tags", value=", ".join(doc.tags), help="Comma-separated", disabled=not editor)
+    if editor and st.form_submit_button("Save"):
         try:
-            kb.update_metadata(doc.id, title=title, tags=[tags])
+            kb.update_metadata(doc.id, title=title, tags=[tags], person=person)
         except RagkitError as exc:
             st.error(escape_markdown(str(exc)), icon=":material/sell:")
         else:
             st.session_state["doc-notice"] = f"{doc.filename}: details saved"
             st.rerun()
 with delete_col:
-    with st.popover("Delete document", icon=":material/delete:", width="stretch"):
-        st.write(f"Delete **{escape_line(doc.filename)}** and its {plural(doc.chunks, 'passage')}? "
-                 "Answers already given keep their quotes.")
-        st.button("Yes, delete", type="primary", key=f"delete-{doc.id}", on_click=delete_chosen, args=([doc.id],))
+    if editor:
+        with st.popover("Delete document", icon=":material/delete:", width="stretch"):
+            st.write(f"Delete **{escape_line(doc.filename)}** and its {plural(doc.chunks, 'passage')}? "
+                     "Answers already given keep their quotes.")
+            st.button("Yes, delete", type="primary", key=f"delete-{doc.id}", on_click=delete_chosen,
+                      args=([doc.id],))
     passages = kb.passages(doc.id)
     if passages and st.button("View", icon=":material/visibility:", width="stretch", key=f"view-{doc.id}",
                               help="The document where its text stands, page by page"):

@@ -3,7 +3,7 @@
 import altair as alt
 import streamlit as st
 
-from pages._access import require_access
+from pages._access import current_person, require_access
 from pages._kb import ALL, keep_session_in_url, knowledge_base_picker
 from pages._widgets import get_service, render_feedback_summary
 from ragkit.stats import (
@@ -23,6 +23,7 @@ COUNT_AXIS = alt.Axis(tickMinStep=1, format="d")
 LABEL_AXIS = alt.Axis(labelLimit=180)  # long titles end in "…" instead of widening the chart
 service = get_service()
 kb, history = service.kb, service.history
+person = current_person()  # with a login that knows people: counts of everyone's, words of their own only
 
 
 def chart(spec: alt.Chart) -> None:
@@ -97,7 +98,9 @@ with right:
 left, right = st.columns(2)
 with left:
     st.markdown("**Model tokens per conversation**")
-    usage = token_usage(turns, conversation_labels(history.list_sessions()))
+    own_sessions = history.list_sessions(owner=person)
+    own_turns = turns if person is None else turns[turns["session"].isin({info.id for info in own_sessions})]
+    usage = token_usage(own_turns, conversation_labels(own_sessions))
     if usage[["input_tokens", "output_tokens"]].to_numpy().sum() == 0:
         st.info("No model tokens used yet: every answer so far was extractive (offline), which costs none.",
                 icon=":material/cloud_off:")
@@ -125,4 +128,4 @@ with right:
         st.caption("The embedding similarity of each question to its closest passage, before any normalising: "
                    "answered questions should sit to the right of the ones not found.")
 
-render_feedback_summary(history)  # readers' thumbs up / down and comments (the chat page's feedback)
+render_feedback_summary(history, person)  # readers' thumbs up / down and comments (the chat page's feedback)

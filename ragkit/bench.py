@@ -32,6 +32,13 @@ Everything runs in a temporary data dir. What is measured, and how:
   file imports the OCR engine or OpenCV at all (it should not: no OCR need, no cost).
 - ``url_fetch_extract_ms``: fetching a web page from a local server and extracting its main
   text (trafilatura already imported); ``url_ingest_s``: the whole ``ingest_url`` of it.
+
+``bench --team`` (:func:`run_team_bench`) measures instead the same small workload in the
+two setups side by side: ``ingest_chunks_per_s_<setup>`` (40 synthetic two-language files
+of about ten passages, real model) and ``search_p50_ms_<setup>`` / ``search_p95_ms_<setup>``
+(100 questions), ``local`` being SQLite and embedded Chroma in a temporary data dir and
+``team`` the configured RAGKIT_DATABASE_URL and RAGKIT_CHROMA_URL (which must hold no
+documents: the bench adds its own and deletes them).
 """
 
 from __future__ import annotations
@@ -131,6 +138,7 @@ def run_bench(settings: Settings, quick: bool = False, report: Report | None = N
     with tempfile.TemporaryDirectory(prefix="ragkit-bench-") as tmp:
         root = Path(tmp)
         local = settings.model_copy(update={"data_dir": root / "ingest", "chroma_url": None, "collection": "bench",
+                                            "database_url": None,
                                             "embedding_backend": "torch"})  # the int8 backend is measured apart
         started = time.perf_counter()
         embedder = make_embedder(local)
@@ -507,3 +515,63 @@ def measure_reopen(settings: Settings, label: str) -> dict:
         return {f"reopen_error_{label}": result.stderr.strip().splitlines()[-1:]}
     measured = json.loads(result.stdout.strip().splitlines()[-1])
     return {f"reopen_s_{label}": round(measured["seconds"], 2), f"peak_rss_mb_{label}": round(measured["rss_mb"], 1)}
+
+
+TEAM_FILES, TEAM_FILE_PASSAGES, TEAM_SEARCHES = 40, 10, 100
+
+
+def run_team_bench(settings: Settings, report: Report | None = None) -> dict:
+    """Ingest rate and search latency in a temporary local data dir and on the configured
+    servers, with the same files and questions (see the module docstring)."""
+    from .embeddings import make_embedder
+    from .errors import SettingsError
+
+    if not (settings.database_url and settings.chroma_url):
+        raise SettingsError("bench --team needs RAGKIT_DATABASE_URL and RAGKIT_CHROMA_URL (a scratch database and "
+                            "Chroma server: the bench adds its own documents and deletes them)")
+    say = report or (lambda message: None)
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="ragkit-bench-team-") as tmp:
+        root = Path(tmp)
+        local = settings.model_copy(update={"data_dir": root / "local", "chroma_url": None, "database_url": None,
+                                            "collection": "bench"})
+        team = settings.model_copy(update={"data_dir": root / "team"})
+        embedder = make_embedder(local)
+        embedder.embed_query("warm up")
+        for label, setup in (("local", local), ("team", team)):
+            say(f"the {label} setup")
+            figures.update(_measure_setup(setup, embedder, label))
+    return figures
+
+
+def _measure_setup(settings: Settings, embedder, label: str) -> dict:
+    from .errors import SettingsError
+    from .kb import IngestItem, KnowledgeBase
+
+    rng = random.Random(11)
+    vocabulary = _vocabulary()
+    files = [("\n\n".join(synthetic_passage(rng, vocabulary) for _ in range(TEAM_FILE_PASSAGES * 3)), f"team-{n}.txt")
+             for n in range(TEAM_FILES)]
+    english, chinese = vocabulary
+    questions = [" ".join(rng.choices(english[:2000], k=4)) + "?" if n % 2 else
+                 "".join(rng.choices(chinese[:1000], k=4)) + "？" for n in range(TEAM_SEARCHES)]
+    kb = KnowledgeBase(settings, embedder=embedder)
+    try:
+        if kb.documents():
+            raise SettingsError(f"bench --team: the {label} setup already holds documents; give it a scratch "
+                                "database and Chroma server")
+        started = time.perf_counter()
+        results = kb.ingest_many([IngestItem.of(text.encode(), name) for text, name in files])
+        seconds = time.perf_counter() - started
+        passages = sum(r.document.chunks for r in results if r.document)
+        latencies = []
+        for question in questions:
+            started = time.perf_counter()
+            kb.search(question, k=5)
+            latencies.append((time.perf_counter() - started) * 1000)
+        kb.delete_many([doc.id for doc in kb.documents()])
+    finally:
+        kb.close()
+    return {f"ingest_chunks_per_s_{label}": round(passages / seconds, 1),
+            f"search_p50_ms_{label}": round(percentile(latencies, 0.5), 2),
+            f"search_p95_ms_{label}": round(percentile(latencies, 0.95), 2)}

@@ -6,7 +6,9 @@
 - ``passages``: the current version's passages, with their text and search tokens (the
   lexical index is built from these; the text lets a lost vector index be re-embedded);
 - ``pending_writes``: a document version whose vectors are being written to Chroma and
-  not yet committed here; its vectors are not stale while its writer lives;
+  not yet committed here; its vectors are not stale while its writer lives. The row
+  names the writer's host and a lease the writer renews while it works: a row whose
+  lease ran out, or whose writer on this host is no longer running, is abandoned;
 - ``removed_documents``: ids of deleted documents, so vectors left by an interrupted
   delete can be proven stale;
 - ``knowledge_bases``: named sets of documents (each document belongs to one; a search
@@ -21,6 +23,7 @@ its pending row; nothing else ever makes a version current.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -32,11 +35,13 @@ from pathlib import Path
 
 from sqlalchemy import Connection, text
 
-from .db import DatabaseUnreadable, open_migrated, read, read_only_reason, write
+from .db import DatabaseUnreadable, is_postgres, open_migrated, read, read_only_reason, write
 from .errors import CatalogError, InputError
 from .passages import Passage
 
-WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # who wrote a pending row
+HOST = socket.gethostname()
+log = logging.getLogger(__name__)
+WRITER_ID = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # who wrote a pending row
 DEFAULT_KB_ID, DEFAULT_KB_NAME = "default", "Default"
 MAX_KB_NAME_CHARS = 80
 
@@ -61,6 +66,8 @@ class DocumentRecord:
     created_at: float
     updated_at: float
     kb_id: str = DEFAULT_KB_ID  # the knowledge base it belongs to
+    added_by: str = ""  # the e-mail of who added it ("" without a login)
+    changed_by: str = ""  # who made the current version or the last edit of its title or tags
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON and tables)."""
@@ -101,6 +108,34 @@ class PendingWrite:
     version: int
     writer: str
     started_at: float
+    host: str = ""
+    lease_until: float = 0.0  # the writer renews it while it works
+
+    def abandoned(self, now: float | None = None) -> bool:
+        """True when no writer is at work on it any more: it is this very process's and not
+        in flight (the caller checks that), its lease ran out, or its writer on this host is
+        no longer running. Only meaningful to a holder of the write lock."""
+        if self.writer == WRITER_ID or self.lease_until < (time.time() if now is None else now):
+            return True
+        return self.host == HOST and not _process_running(self.writer)
+
+
+def _process_running(writer: str) -> bool:
+    """Whether the process of a writer id ("host:pid:tag") still runs on this host."""
+    try:
+        pid = int(writer.split(":")[1])
+    except (IndexError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+PENDING_COLUMNS = "doc_id, version, writer, started_at, host, lease_until"
 
 
 def _legacy_schema(conn: Connection) -> None:
@@ -152,7 +187,33 @@ def _knowledge_bases(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX documents_kb ON documents(kb_id)"))
 
 
-MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases]
+def _writer_leases(conn: Connection) -> None:
+    """Version 4: a pending write names its writer's host and a lease the writer renews, so
+    replicas on several machines can tell a dead writer's row from a live one's."""
+    conn.execute(text("ALTER TABLE pending_writes ADD COLUMN host TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE pending_writes ADD COLUMN lease_until REAL NOT NULL DEFAULT 0"))
+
+
+def _who_changed_what(conn: Connection) -> None:
+    """Version 5: who added each document and who changed it last; who deleted a document
+    and what it was called."""
+    conn.execute(text("ALTER TABLE documents ADD COLUMN added_by TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE documents ADD COLUMN changed_by TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE removed_documents ADD COLUMN removed_by TEXT NOT NULL DEFAULT ''"))
+    conn.execute(text("ALTER TABLE removed_documents ADD COLUMN title TEXT NOT NULL DEFAULT ''"))
+
+
+MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases, _writer_leases, _who_changed_what]
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A deleted document, as the Documents page lists it."""
+
+    doc_id: str
+    title: str
+    removed_by: str
+    removed_at: float
 
 
 def _set_meta(conn: Connection, key: str, value: str) -> None:
@@ -165,15 +226,17 @@ def _set_meta(conn: Connection, key: str, value: str) -> None:
 def _bump(conn: Connection, key: str) -> None:
     conn.execute(text(
         "INSERT INTO meta(key, value) VALUES (:k, '1') ON CONFLICT(key) "
-        "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"), {"k": key})
+        "DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"), {"k": key})
 
 
 class Catalog:
     """Documents and passages in SQLite (or any SQLAlchemy URL); safe across threads and
     processes (every write is one transaction)."""
 
-    def __init__(self, location: str | Path):
+    def __init__(self, location: str | Path, lease_s: float = 60.0):
         self.location = str(location)
+        self.lease_s = lease_s
+        self._renewer: threading.Thread | None = None
         self._documents_cache: tuple[int, list[DocumentRecord]] | None = None
         # Pending writes this object is saving right now. A writer holds the data dir's write
         # lock from ``begin_write`` to its commit, so whoever holds the lock knows every other
@@ -371,8 +434,9 @@ class Catalog:
         if taken is not None:
             raise InputError(f"there is already a knowledge base named {taken!r}: choose another name")
 
-    def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None) -> DocumentRecord:
-        """Change a document's title (marked as the user's) and/or tags."""
+    def update_metadata(self, doc_id: str, title: str | None, tags: list[str] | None,
+                        by: str = "") -> DocumentRecord:
+        """Change a document's title (marked as the user's) and/or tags (``by``: who)."""
         with write(self._engine) as conn:
             row = conn.execute(text("SELECT * FROM documents WHERE id = :id"), {"id": doc_id}).mappings().first()
             if row is None:
@@ -383,6 +447,7 @@ class Catalog:
             if tags is not None:
                 record.tags = tags
             record.updated_at = time.time()
+            record.changed_by = by
             _upsert(conn, record)
             _bump(conn, "revision")
         return record
@@ -433,6 +498,15 @@ class Catalog:
         (what a crash or a concurrent process would have damaged), half spread at random."""
         import random
 
+        if is_postgres(self._engine):  # no rowid there: the newest documents' passages, and a random spread
+            with read(self._engine) as conn:
+                newest = [row[0] for row in conn.execute(text(
+                    "SELECT p.id FROM passages p JOIN documents d ON d.id = p.doc_id "
+                    "ORDER BY d.updated_at DESC, p.position LIMIT :n"), {"n": size // 2})]
+                spread = [row[0] for row in conn.execute(
+                    text("SELECT id FROM passages ORDER BY random() LIMIT :n"), {"n": 2 * size})]
+            chosen = list(dict.fromkeys(newest + spread[: max(0, size - len(newest))]))
+            return chosen[:size]
         with read(self._engine) as conn:
             newest = [row[0] for row in conn.execute(
                 text("SELECT id FROM passages ORDER BY rowid DESC LIMIT :n"), {"n": size // 2})]
@@ -459,22 +533,51 @@ class Catalog:
         holds the write lock until it commits the version or gives it up)."""
         with self._in_flight_lock:
             self.in_flight.add((doc_id, version))
+        now = time.time()
         try:
             with write(self._engine) as conn:
                 conn.execute(
-                    text("INSERT INTO pending_writes(doc_id, version, writer, started_at) VALUES (:d, :v, :w, :t) "
-                         "ON CONFLICT(doc_id, version) DO UPDATE SET writer = :w, started_at = :t"),
-                    {"d": doc_id, "v": version, "w": WRITER_ID, "t": time.time()},
+                    text("INSERT INTO pending_writes(doc_id, version, writer, started_at, host, lease_until) "
+                         "VALUES (:d, :v, :w, :t, :h, :lease) ON CONFLICT(doc_id, version) "
+                         "DO UPDATE SET writer = :w, started_at = :t, host = :h, lease_until = :lease"),
+                    {"d": doc_id, "v": version, "w": WRITER_ID, "t": now, "h": HOST, "lease": now + self.lease_s},
                 )
         except BaseException:
             self.end_write(doc_id, version)
             raise
+        self._keep_renewing()
 
     def end_write(self, doc_id: str, version: int) -> None:
         """Stop writing (doc, version) without committing it: its pending row stays, so its
         vectors stay provably stale until a sweep removes them (``forget_pending``)."""
         with self._in_flight_lock:
             self.in_flight.discard((doc_id, version))
+
+    def _keep_renewing(self) -> None:
+        """Renew the leases of this process's pending writes while any is in flight (a
+        thread, every third of the lease)."""
+        with self._in_flight_lock:
+            if self._renewer is not None and self._renewer.is_alive():
+                return
+            self._renewer = threading.Thread(target=self._renew_leases, name="ragkit-lease", daemon=True)
+            self._renewer.start()
+
+    def _renew_leases(self) -> None:
+        while True:
+            time.sleep(self.lease_s / 3)
+            with self._in_flight_lock:
+                keys = list(self.in_flight)
+                if not keys:
+                    self._renewer = None
+                    return
+            try:
+                with write(self._engine) as conn:
+                    conn.execute(text("UPDATE pending_writes SET lease_until = :lease "
+                                      "WHERE doc_id = :d AND version = :v AND writer = :w"),
+                                 [{"d": d, "v": v, "w": WRITER_ID, "lease": time.time() + self.lease_s}
+                                  for d, v in keys])
+            except Exception as exc:  # noqa: BLE001 - a lost database: the lease runs out, as it should
+                log.warning("could not renew the lease of a pending write: %s", exc)
 
     def forget_pending(self, doc_id: str, version: int) -> None:
         """Drop a pending row once none of its version's vectors are left."""
@@ -497,24 +600,33 @@ class Catalog:
         with self._in_flight_lock:
             self.in_flight.difference_update((record.id, record.version) for record, _, _ in versions)
 
-    def remove(self, doc_id: str) -> DocumentRecord:
-        """Delete a document and its passages, remembering its id; KeyError when unknown."""
+    def remove(self, doc_id: str, by: str = "") -> DocumentRecord:
+        """Delete a document and its passages, remembering its id, title and who (``by``)
+        deleted it; KeyError when unknown."""
         with write(self._engine) as conn:
             row = conn.execute(text("SELECT * FROM documents WHERE id = :id"), {"id": doc_id}).mappings().first()
             if row is None:
                 raise KeyError(f"no document with id {doc_id!r}")
             conn.execute(text("DELETE FROM documents WHERE id = :d"), {"d": doc_id})
             conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": doc_id})
-            conn.execute(text("INSERT INTO removed_documents(doc_id, removed_at) VALUES (:d, :t) "
-                              "ON CONFLICT(doc_id) DO NOTHING"), {"d": doc_id, "t": time.time()})
+            conn.execute(text("INSERT INTO removed_documents(doc_id, removed_at, removed_by, title) "
+                              "VALUES (:d, :t, :by, :title) ON CONFLICT(doc_id) DO NOTHING"),
+                         {"d": doc_id, "t": time.time(), "by": by, "title": row["title"]})
             _bump(conn, "revision")
         return _record(row)
 
     def pending_writes(self) -> list[PendingWrite]:
         """Every pending write, live or abandoned."""
         with read(self._engine) as conn:
-            rows = conn.execute(text("SELECT doc_id, version, writer, started_at FROM pending_writes")).all()
+            rows = conn.execute(text(f"SELECT {PENDING_COLUMNS} FROM pending_writes")).all()  # noqa: S608
         return [PendingWrite(*row) for row in rows]
+
+    def removals(self, limit: int = 20) -> list[Removal]:
+        """The most recent deletions, newest first."""
+        with read(self._engine) as conn:
+            rows = conn.execute(text("SELECT doc_id, title, removed_by, removed_at FROM removed_documents "
+                                     "ORDER BY removed_at DESC LIMIT :n"), {"n": limit}).all()
+        return [Removal(*row) for row in rows]
 
     def removed_ids(self) -> set[str]:
         """Ids of documents that were deleted."""
@@ -526,7 +638,7 @@ class Catalog:
         with read(self._engine) as conn:
             versions = dict(conn.execute(text("SELECT id, version FROM documents")).all())
             pending = [PendingWrite(*row) for row in conn.execute(
-                text("SELECT doc_id, version, writer, started_at FROM pending_writes")).all()]
+                text(f"SELECT {PENDING_COLUMNS} FROM pending_writes")).all()]  # noqa: S608
             removed = {row[0] for row in conn.execute(text("SELECT doc_id FROM removed_documents"))}
         return versions, pending, removed
 

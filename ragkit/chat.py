@@ -54,7 +54,7 @@ class ChatEngine:
         which measures the answerer on every question)."""
         self.settings = settings
         self.kb = kb
-        self.history = history or HistoryManager(settings.data_path / "sessions.sqlite3")
+        self.history = history or HistoryManager(settings.sessions_location)
         self.clients = ModelClients(settings)
         self.context = RagContext(settings, kb, self.history, self.clients, always_answer=always_answer)
         self.graph = build_graph()

@@ -240,6 +240,8 @@ def cmd_repair(args) -> int:
     try:
         kb = KnowledgeBase.for_repair(settings)
     except CatalogError:
+        if settings.database_url:  # a server database is not a file to move aside
+            raise
         moved = set_aside(settings.data_path / "registry.sqlite3")
         print(f"set the unreadable catalog aside as {moved.name}")
         kb = KnowledgeBase.for_repair(settings)
@@ -318,8 +320,13 @@ def cmd_bench(args) -> int:
             raise CommandError(str(exc)) from None
         _print_summary(summary, args.json)
         return 0
-    summary = run_bench(load_settings(**_overrides(args)), quick=args.quick,
-                        report=lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True))
+    say = lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True)  # noqa: E731
+    if args.team:
+        from .bench import run_team_bench
+
+        summary = run_team_bench(load_settings(**_overrides(args)), report=say)
+    else:
+        summary = run_bench(load_settings(**_overrides(args)), quick=args.quick, report=say)
     width = max(len(key) for key in summary)
     for key, value in summary.items():
         print(f"{key:<{width}}  {value}")
@@ -340,7 +347,7 @@ def _history(args):
     from .history import HistoryManager
 
     settings = load_settings(**_overrides(args))
-    return HistoryManager(settings.data_path / "sessions.sqlite3")
+    return HistoryManager(settings.sessions_location)
 
 
 def print_sources(sources, out=sys.stdout) -> None:
@@ -594,6 +601,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="speed and memory figures")
     p.add_argument("--quick", action="store_true", help="a small workload (under a minute): a smoke test")
+    p.add_argument("--team", action="store_true",
+                   help="the same small workload on local files and on RAGKIT_DATABASE_URL + RAGKIT_CHROMA_URL, "
+                        "side by side (give it a scratch database and Chroma server)")
     p.add_argument("--peer", action="store_true",
                    help="only ragkit beside the usual LangChain stack (splitter 1000/200, MiniLM, Chroma) on the "
                         "shared QA sets' files: first-run ingest, search latency, hit@5")

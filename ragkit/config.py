@@ -6,6 +6,7 @@ endpoint), optionally from a ``.env`` file in the working directory, else defaul
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -15,6 +16,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .errors import SettingsError
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 class Settings(BaseSettings):
@@ -29,6 +36,12 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(
         default=None, description="http(s)://host:port of a Chroma server; default is on disk"
     )
+    database_url: str | None = Field(
+        default=None, description="postgresql://user:password@host:port/database: the catalog and the conversations "
+        "live there (shared by every replica); default is SQLite files in the data dir")
+    write_lease_s: float = Field(
+        default=60.0, ge=3, le=3600, description="a writer renews the lease of its half-written version every third "
+        "of this; a replica that stopped renewing this long is taken for dead and its version is swept")
     collection: str = "ragkit"
     hnsw_max_neighbors: int = Field(
         default=32, ge=8, le=128,
@@ -104,6 +117,10 @@ class Settings(BaseSettings):
     app_password: SecretStr | None = Field(
         default=None, description="when set, the app asks for this password before showing anything"
     )
+    editors: str = Field(
+        default="", description="who may add, edit and delete documents when people log in with an identity "
+        "provider: comma-separated e-mail addresses and domains (example.com or @example.com); empty: everyone. "
+        "With the password login (no identities) or no login, everyone may")
     login_free_guesses: int = Field(
         default=3, ge=1, le=100, description="wrong passwords one address may try before it must wait between tries"
     )
@@ -191,6 +208,17 @@ class Settings(BaseSettings):
             raise ValueError("give the http(s):// address of a SearxNG instance")
         return value
 
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _check_database_url(cls, value):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        url = str(value).strip()
+        scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+        if scheme not in POSTGRES_SCHEMES:
+            raise ValueError(f"must be a postgresql://user:password@host:port/database URL, not {redacted_url(url)!r}")
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+
     @model_validator(mode="after")
     def _check_overlap(self) -> "Settings":
         if self.chunk_overlap_tokens >= self.chunk_tokens:
@@ -218,6 +246,16 @@ class Settings(BaseSettings):
             why = f"{blocker} is a file" if blocker else (exc.strerror or type(exc).__name__)
             raise SettingsError(f"RAGKIT_DATA_DIR / --data-dir: cannot create the folder {path}: {why}") from None
         return path
+
+    @property
+    def catalog_location(self) -> str | Path:
+        """Where the document catalog lives: the database URL, else ``registry.sqlite3`` in the data dir."""
+        return self.database_url or self.data_path / "registry.sqlite3"
+
+    @property
+    def sessions_location(self) -> str | Path:
+        """Where conversations live: the database URL, else ``sessions.sqlite3`` in the data dir."""
+        return self.database_url or self.data_path / "sessions.sqlite3"
 
     @property
     def originals_path(self) -> Path:

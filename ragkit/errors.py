@@ -17,6 +17,7 @@ bug and keeps its traceback in the log.
     │   ├── ReadOnlyDataDir    a change asked of a data dir that cannot be written
     │   ├── StorageFull        a change that did not fit on the disk
     │   └── EmbeddingError     the embedding model cannot be loaded or called
+    ├── NotAllowed             a person not among RAGKIT_EDITORS asked to change documents
     ├── ModelError             a configured language model failed (the answer falls back)
     ├── WebSearchFailed        the web search provider failed (the turn says "not found")
     ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
@@ -72,6 +73,12 @@ class DatabaseUnreadable(KnowledgeBaseError):
     """A database file that exists but cannot be read (damaged, not SQLite)."""
 
 
+class DatabaseUnreachable(KnowledgeBaseError):
+    """The database server (``RAGKIT_DATABASE_URL``) or the Chroma server
+    (``RAGKIT_CHROMA_URL``) did not answer; the message names which and where. Nothing was
+    changed, and the next call tries again (no restart needed)."""
+
+
 class ReadOnlyDataDir(KnowledgeBaseError):
     """A change asked of a data directory that cannot be written (reading still works);
     the message names the directory and the cause."""
@@ -84,6 +91,10 @@ class StorageFull(KnowledgeBaseError):
 
 class EmbeddingError(KnowledgeBaseError):
     """The configured embedding model cannot be loaded or called."""
+
+
+class NotAllowed(RagkitError, PermissionError):
+    """A logged-in person who may ask but not add, change or delete documents (``RAGKIT_EDITORS``)."""
 
 
 class ModelError(RagkitError, RuntimeError):

@@ -82,8 +82,15 @@ def _conversation_memory(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE sessions ADD COLUMN memory TEXT"))
 
 
+def _owners(conn: Connection) -> None:
+    """Version 7: the person (e-mail) who started each conversation, with a login that knows
+    people (NULL: started without one)."""
+    conn.execute(text("ALTER TABLE sessions ADD COLUMN owner TEXT"))
+    conn.execute(text("CREATE INDEX sessions_owner ON sessions(owner, updated_at)"))
+
+
 MIGRATIONS = [_sessions_and_turns, _traces_and_model_choice, _feedback_and_replaced_turns,
-              _chat_mode_choice, _knowledge_base_choice, _conversation_memory]
+              _chat_mode_choice, _knowledge_base_choice, _conversation_memory, _owners]
 THUMBS_UP, THUMBS_DOWN = 1, 0  # as st.feedback("thumbs") numbers them
 MAX_COMMENT_CHARS = 2000
 LIVE = "replaced_by IS NULL"
@@ -174,6 +181,7 @@ class SessionInfo:
     turns: int
     created_at: float
     updated_at: float
+    owner: str | None = None  # who started it, with a login that knows people
 
 
 def validate_session_id(session_id: str) -> str:
@@ -218,17 +226,29 @@ class HistoryManager:
 
     # ----- sessions ----------------------------------------------------------------
 
-    def create_session(self, session_id: str | None = None, title: str = "") -> SessionInfo:
-        """Create a session (random id unless given); an existing id is returned as is."""
+    def create_session(self, session_id: str | None = None, title: str = "", owner: str | None = None) -> SessionInfo:
+        """Create a session (random id unless given) belonging to ``owner`` (an e-mail; None
+        without a login that knows people); an existing id is returned as is, and
+        SessionError when it belongs to someone else."""
         session_id = validate_session_id(session_id or new_session_id())
         stamp = time.time()
         with write(self._engine) as conn:
             conn.execute(
-                text("INSERT INTO sessions(id, title, created_at, updated_at) VALUES (:id, :title, :t, :t) "
-                     "ON CONFLICT(id) DO NOTHING"),
-                {"id": session_id, "title": title, "t": stamp},
+                text("INSERT INTO sessions(id, title, created_at, updated_at, owner) VALUES (:id, :title, :t, :t, "
+                     ":owner) ON CONFLICT(id) DO NOTHING"),
+                {"id": session_id, "title": title, "t": stamp, "owner": owner},
             )
+        if not self.may_open(session_id, owner):
+            raise SessionError(f"no session {session_id!r}")  # someone else's: not even its existence is told
         return self.session(session_id)
+
+    def may_open(self, session_id: str, person: str | None) -> bool:
+        """Whether ``person`` may see and continue this conversation: always without a login
+        that knows people (``person`` None); else only their own (a new id is theirs to start)."""
+        if person is None:
+            return True
+        rows = self._query("SELECT owner FROM sessions WHERE id = :id", {"id": validate_session_id(session_id)})
+        return not rows or rows[0]["owner"] == person
 
     def session(self, session_id: str) -> SessionInfo:
         """Info on one session; SessionError when it does not exist."""
@@ -249,11 +269,12 @@ class HistoryManager:
         except SessionError:
             return False
 
-    def list_sessions(self) -> list[SessionInfo]:
-        """All sessions, most recently updated first."""
+    def list_sessions(self, owner: str | None = None) -> list[SessionInfo]:
+        """All sessions (only ``owner``'s, when given), most recently updated first."""
+        mine = "WHERE s.owner = :owner " if owner is not None else ""
         rows = self._query(
             f"SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id AND {LIVE}) AS turns "
-            "FROM sessions s ORDER BY s.updated_at DESC, s.id"
+            f"FROM sessions s {mine}ORDER BY s.updated_at DESC, s.id", {"owner": owner}
         )
         return [_info(row) for row in rows]
 
@@ -427,19 +448,22 @@ class HistoryManager:
         up, down = counts.get(THUMBS_UP, (0, 0)), counts.get(THUMBS_DOWN, (0, 0))
         return FeedbackCounts(up=up[0], down=down[0], comments=up[1] + down[1])
 
-    def feedback_comments(self, limit: int = 5) -> list[tuple[str, Turn]]:
-        """The latest rated answers that carry a comment, newest first: (session id, turn)."""
-        rows = self._query("SELECT * FROM turns WHERE feedback IS NOT NULL AND feedback_comment != '' "
-                           "ORDER BY feedback_at DESC, id DESC LIMIT :n", {"n": limit})
+    def feedback_comments(self, limit: int = 5, owner: str | None = None) -> list[tuple[str, Turn]]:
+        """The latest rated answers that carry a comment, newest first: (session id, turn);
+        with ``owner``, only those in that person's conversations."""
+        mine = " AND session_id IN (SELECT id FROM sessions WHERE owner = :owner)" if owner is not None else ""
+        rows = self._query("SELECT * FROM turns WHERE feedback IS NOT NULL AND feedback_comment != ''"  # noqa: S608
+                           f"{mine} ORDER BY feedback_at DESC, id DESC LIMIT :n", {"n": limit, "owner": owner})
         return [(row["session_id"], _turn(row)) for row in rows]
 
-    def search(self, query: str, limit: int = 50) -> list[SessionMatch]:
+    def search(self, query: str, limit: int = 50, owner: str | None = None) -> list[SessionMatch]:
         """Conversations whose title, questions or answers hold every word of ``query``
         (case and accents as typed are folded by ``str.casefold``; Chinese matches as a
         substring), most recently used first, each with a snippet where the words stand.
 
         Matching is done in Python over the live turns' text (portable to any database and
-        right for every script); a few thousand conversations take well under a second."""
+        right for every script); a few thousand conversations take well under a second.
+        With ``owner``, only that person's conversations are searched."""
         words = [word.casefold() for word in query.split()]
         if not words:
             return []
@@ -447,7 +471,7 @@ class HistoryManager:
         for row in self._query(f"SELECT session_id, question, answer FROM turns WHERE {LIVE} ORDER BY id"):
             texts.setdefault(row["session_id"], []).extend((row["question"], row["answer"]))
         matches = []
-        for info in self.list_sessions():
+        for info in self.list_sessions(owner):
             title = info.title.casefold()
             parts = texts.get(info.id, [])
             folded = [part.casefold() for part in parts]
@@ -473,7 +497,7 @@ class HistoryManager:
                 text("INSERT INTO turns(session_id, question, standalone_question, answer, mode, model, sources, "
                      "timings, usage, error, filters, created_at, found, closest, trace) VALUES (:session, :question, "
                      ":standalone, :answer, :mode, :model, :sources, :timings, :usage, :error, :filters, :created, "
-                     ":found, :closest, :trace)"),
+                     ":found, :closest, :trace) RETURNING id"),
                 {
                     "session": session_id, "question": turn.question, "standalone": turn.standalone_question,
                     "answer": turn.answer, "mode": turn.mode, "model": turn.model,
@@ -485,13 +509,13 @@ class HistoryManager:
                     "trace": json.dumps([step.to_dict() for step in turn.trace], ensure_ascii=False),
                 },
             )
+            turn.id = result.scalar_one()
             conn.execute(
                 text("UPDATE sessions SET updated_at = :t, title = CASE WHEN title = '' THEN :title ELSE title END "
                      "WHERE id = :id"),
                 {"t": turn.created_at, "title": auto_title(turn.question), "id": session_id},
             )
             conn.execute(text("DELETE FROM deleted_sessions WHERE id = :id"), {"id": session_id})
-        turn.id = result.lastrowid
         return turn
 
     def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int,
@@ -587,7 +611,7 @@ QUOTE_CHARS = 300  # a source's quote in the export
 
 
 def _info(row) -> SessionInfo:
-    return SessionInfo(row["id"], row["title"], row["turns"], row["created_at"], row["updated_at"])
+    return SessionInfo(row["id"], row["title"], row["turns"], row["created_at"], row["updated_at"], row["owner"])
 
 
 def _turn(row) -> Turn:

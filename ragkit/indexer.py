@@ -31,6 +31,7 @@ from .catalog import Catalog, DocumentRecord
 from .chunking import chunk_pages, contextual_text, section_paths
 from .config import Settings
 from .embeddings import Embedder
+from .errors import DatabaseUnreachable
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .originals import OriginalStore
@@ -92,6 +93,7 @@ class IngestItem:
     progress: Progress = _no_progress
     kb_id: str = ""  # the knowledge base it goes into ("": the default one)
     url: str = ""  # a web page to fetch (then ``source`` is the address), instead of data or path
+    added_by: str = ""  # who adds it (an e-mail; "" without a login)
 
     @classmethod
     def of_url(cls, url: str, tags: list[str] | None = None, progress: Progress | None = None,
@@ -354,6 +356,11 @@ class Indexer:
     def failure_cause(self, exc: Exception, passages: int = 0) -> str:
         """Why a write failed, in words: a full disk is named as such (Chroma reports it
         only as a failure to apply its log), with what to do."""
+        if isinstance(exc, DatabaseUnreachable):
+            return str(exc)
+        server = self.store.unreachable_message(exc)
+        if server:
+            return f"{server}. Nothing of this file was kept; add it again once the server answers."
         folder = self.settings.data_path
         text = f"{type(exc).__name__}: {exc}"
         try:
@@ -386,6 +393,7 @@ class Indexer:
             size_bytes=loaded.size_bytes, pages=loaded.page_count, chunks=len(prepared.passages),
             tokens=sum(p.tokens for p in prepared.passages),
             created_at=previous.created_at if previous else stamp, updated_at=stamp, kb_id=item.kb_id,
+            added_by=previous.added_by if previous else item.added_by, changed_by=item.added_by,
         )
         prepared.passages = [replace(p, doc_id=doc_id, version=version) for p in prepared.passages]
         return prepared, record, previous
@@ -429,23 +437,23 @@ class Indexer:
 
     # ----- delete, reindex ---------------------------------------------------------
 
-    def delete(self, doc_id: str) -> DocumentRecord:
-        """Remove a document and its vectors; KeyError when it does not exist."""
+    def delete(self, doc_id: str, by: str = "") -> DocumentRecord:
+        """Remove a document and its vectors (``by``: who); KeyError when it does not exist."""
         with self._vector_write():
-            record = self.catalog.remove(doc_id)
+            record = self.catalog.remove(doc_id, by)
             self.store.delete_document(doc_id)
             self.lexical.remove_documents([doc_id])
             self._discard_original(record.content_hash)
         return record
 
-    def delete_many(self, doc_ids: list[str]) -> list[DocumentRecord]:
+    def delete_many(self, doc_ids: list[str], by: str = "") -> list[DocumentRecord]:
         """Remove several documents under one hold of the write lock; ids that no longer
         exist (deleted meanwhile) are skipped. Returns the records deleted."""
         deleted = []
         with self.lock.hold():
             for doc_id in doc_ids:
                 try:
-                    deleted.append(self.delete(doc_id))
+                    deleted.append(self.delete(doc_id, by))
                 except KeyError:
                     continue
         return deleted

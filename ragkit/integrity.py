@@ -3,10 +3,14 @@ repairing what can be repaired.
 
 The rule: a vector is deleted only when the catalog, read after the vectors were listed,
 explains it: an older version of a document it knows, a document it recorded as deleted,
-or the pending write of a writer that is gone. A writer holds the data dir's write lock
-from recording its pending write to committing it, so only a process holding the lock
-can tell a dead writer's pending write from a live one: the sweep runs under the lock
-(``sweep``), and without it pending writes only explain their vectors. Vectors of
+or the pending write of a writer that is gone. A writer holds the write lock (the data
+dir's, or the database's for replicas) from recording its pending write to committing
+it, so only a process holding the lock can tell a dead writer's pending write from a live
+one: the sweep runs under the lock (``sweep``), and without it pending writes only
+explain their vectors. Under the lock a pending write is abandoned when its lease ran
+out or its writer on this host no longer runs (``PendingWrite.abandoned``): a replica
+whose database connection dropped (so its lock went) but which still writes keeps its
+version until it stops renewing the lease. Vectors of
 documents the catalog has never heard of mean the catalog is not the one that wrote them
 (replaced, emptied, lost): then nothing is deleted and opening stops with a message
 saying what to do.
@@ -64,7 +68,7 @@ def inspect(catalog: Catalog, store: VectorStore, full: bool = False, lock_held:
     """Compare the two stores and probe the index. Cheap when their counts agree (or a
     writer is at work); otherwise (or with ``full``) every vector's metadata is listed and
     classified. ``full`` probes every vector, not a sample. ``lock_held``: the caller holds
-    the write lock, so pending writes not in flight here are abandoned."""
+    the write lock, so pending writes not in flight here whose writer is gone are abandoned."""
     found = Inspection(passages=catalog.passage_count())
     try:
         if not store.caught_up and not store.refresh(wait=False):
@@ -93,7 +97,8 @@ def _compare(found: Inspection, catalog: Catalog, store: VectorStore, full: bool
     found.scanned = True
     versions, pending, removed = catalog.snapshot()  # read after listing: see the module docstring
     in_flight = set(catalog.in_flight)
-    abandoned = {(p.doc_id, p.version) for p in pending if lock_held and (p.doc_id, p.version) not in in_flight}
+    abandoned = {(p.doc_id, p.version) for p in pending
+                 if lock_held and (p.doc_id, p.version) not in in_flight and p.abandoned()}
     pending_versions = {(p.doc_id, p.version) for p in pending}
     found.abandoned = sorted(abandoned)
     present: set[str] = set()
@@ -203,10 +208,20 @@ def refuse_unknown(found: Inspection, catalog: Catalog) -> None:
     )
 
 
-def warnings(found: Inspection, catalog: Catalog, folder: Path | None = None) -> list[str]:
+def server_note(store: VectorStore, error: str) -> str:
+    """The warning shown while the Chroma server does not answer (it goes once it does)."""
+    return (f"{store.where} cannot be reached ({error[:200]}); answers use keyword search only until it answers "
+            "again, and documents cannot be added, changed or deleted meanwhile. Nothing was lost; no restart "
+            "is needed.")
+
+
+def warnings(found: Inspection, catalog: Catalog, folder: Path | None = None,
+             store: VectorStore | None = None) -> list[str]:
     """Problems that leave the knowledge base usable, each with what to do about it."""
     notes = []
-    if found.store_error:
+    if found.store_error and store is not None and store.remote:
+        notes.append(server_note(store, found.store_error))
+    elif found.store_error:
         where = folder or Path(catalog.location).parent / "chroma"
         notes.append(f"the vector store {where} cannot be read ({found.store_error[:200]}); answers use "
                      "keyword search only. Run `python -m ragkit repair` to rebuild it from the catalog.")

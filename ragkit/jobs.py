@@ -35,6 +35,7 @@ class IngestJob:
     tags: list[str]
     kb_id: str = ""  # the knowledge base it goes into ("": the default one)
     url: str = ""  # a web page to fetch instead (then ``filename`` is the address)
+    added_by: str = ""  # who queued it (an e-mail, with a login that knows people)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     stage: str = "waiting"
     fraction: float = 0.0
@@ -53,8 +54,11 @@ class IngestJob:
     def item(self) -> IngestItem:
         """The indexer's view of this file."""
         if self.url:
-            return IngestItem.of_url(self.url, self.tags, self.report, self.kb_id)
-        return IngestItem.of(self.data, self.filename, tags=self.tags, progress=self.report, kb_id=self.kb_id)
+            item = IngestItem.of_url(self.url, self.tags, self.report, self.kb_id)
+        else:
+            item = IngestItem.of(self.data, self.filename, tags=self.tags, progress=self.report, kb_id=self.kb_id)
+        item.added_by = self.added_by
+        return item
 
 
 class IngestQueue:
@@ -73,14 +77,18 @@ class IngestQueue:
         """Queue one file (bytes, or a path); returns its job at once."""
         return self.submit_many([(filename, data, tags or [])])[0]
 
-    def submit_many(self, files: Iterable[tuple[str, bytes | Path, list[str]]], kb_id: str = "") -> list[IngestJob]:
+    def submit_many(self, files: Iterable[tuple[str, bytes | Path, list[str]]], kb_id: str = "",
+                    person: str | None = None) -> list[IngestJob]:
         """Queue several files at once (so they are indexed as one batch) into one knowledge
-        base ("": the default); their jobs, in order."""
-        return self._submit([IngestJob(filename, data, list(tags or []), kb_id) for filename, data, tags in files])
+        base ("": the default), added by ``person`` (see ``ragkit.people``); their jobs, in order."""
+        return self._submit([IngestJob(filename, data, list(tags or []), kb_id, added_by=person or "")
+                             for filename, data, tags in files])
 
-    def submit_url(self, url: str, tags: list[str] | None = None, kb_id: str = "") -> IngestJob:
+    def submit_url(self, url: str, tags: list[str] | None = None, kb_id: str = "",
+                   person: str | None = None) -> IngestJob:
         """Queue a web page to fetch and add; its job at once."""
-        return self._submit([IngestJob(url.strip(), b"", list(tags or []), kb_id, url=url.strip())])[0]
+        return self._submit([IngestJob(url.strip(), b"", list(tags or []), kb_id, url=url.strip(),
+                                       added_by=person or "")])[0]
 
     def _submit(self, jobs: list[IngestJob]) -> list[IngestJob]:
         with self._wakeup:

@@ -36,11 +36,12 @@ from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags
 from .lexical import LexicalEntry, LexicalIndex
 from .originals import OriginalStore
 from .passages import Hit, Passage
+from .people import check_editor
 from .retrieval import Retriever, SearchFilters, allowed_documents
 from .tags import checked_tags
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
-from .writelock import WriteLock
+from .writelock import write_lock_for
 
 log = logging.getLogger(__name__)
 SNAPSHOT_AFTER_CHANGES = 1000  # passages re-read at open before the lexical snapshot is rewritten
@@ -59,11 +60,11 @@ class KnowledgeBase:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._sync_lock = threading.Lock()
-        self.catalog = Catalog(settings.data_path / "registry.sqlite3")
+        self.catalog = Catalog(settings.catalog_location, lease_s=settings.write_lease_s)
         if check_model:
             self._check_embedding_model()
         self.lexical = LexicalIndex()
-        lock = WriteLock(settings.data_path / "write.lock")
+        lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
         if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url or self.read_only:
             self.store = VectorStore(settings, lock, generation, read_only=self.read_only)
@@ -103,7 +104,8 @@ class KnowledgeBase:
         listed and searched; every change raises ReadOnlyDataDir."""
         return self.catalog.read_only
 
-    def _writable(self, what: str) -> None:
+    def _writable(self, what: str, person: str | None = None) -> None:
+        check_editor(self.settings, person, what)
         if self.read_only:
             raise ReadOnlyDataDir(f"cannot {what}: {self.read_only}. Listing, searching and asking still work; "
                                   "give write access to the folder, or choose another data dir.")
@@ -141,7 +143,7 @@ class KnowledgeBase:
             found = self._sweep(found)
             if refuse_unknown:
                 integrity.refuse_unknown(found, self.catalog)
-        self.health = integrity.warnings(found, self.catalog, self.store.folder)
+        self.health = integrity.warnings(found, self.catalog, self.store.folder, self.store)
         for note in self.health:
             log.warning(note)
         self._load_lexical()
@@ -150,7 +152,7 @@ class KnowledgeBase:
         """Check and load, changing nothing: nothing is swept or rewritten."""
         found = integrity.inspect(self.catalog, self.store)
         self.health = [f"read-only: {self.read_only}; the knowledge base can be listed and searched, "
-                       "not changed"] + integrity.warnings(found, self.catalog, self.store.folder)
+                       "not changed"] + integrity.warnings(found, self.catalog, self.store.folder, self.store)
         self._load_lexical()
 
     def _sweep(self, found: integrity.Inspection) -> integrity.Inspection:
@@ -230,6 +232,10 @@ class KnowledgeBase:
             documents = [doc for doc in documents if doc.kb_id in knowledge_bases]
         return documents
 
+    def removals(self, limit: int = 20) -> list:
+        """The most recent deletions (title, who, when), newest first."""
+        return self.catalog.removals(limit)
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One document by id."""
         return self.catalog.document(doc_id)
@@ -269,37 +275,38 @@ class KnowledgeBase:
         """Where documents go when none is named."""
         return self.catalog.default_knowledge_base()
 
-    def create_knowledge_base(self, name: str) -> KnowledgeBaseInfo:
+    def create_knowledge_base(self, name: str, person: str | None = None) -> KnowledgeBaseInfo:
         """A new, empty knowledge base; InputError for an empty, too long or taken name."""
-        self._writable("create knowledge bases")
+        self._writable("create knowledge bases", person)
         return self.catalog.create_knowledge_base(name)
 
-    def rename_knowledge_base(self, name_or_id: str, new_name: str) -> KnowledgeBaseInfo:
+    def rename_knowledge_base(self, name_or_id: str, new_name: str, person: str | None = None) -> KnowledgeBaseInfo:
         """Rename a knowledge base; InputError for an unknown one or a bad or taken name. The
         new name is also recorded with its documents' vectors (for ``repair``)."""
-        self._writable("rename knowledge bases")
+        self._writable("rename knowledge bases", person)
         renamed = self.catalog.rename_knowledge_base(self.knowledge_base(name_or_id).id, new_name)
         self._record_edits(self.documents([renamed.id]))
         return renamed
 
-    def delete_knowledge_base(self, name_or_id: str) -> list[DocumentRecord]:
+    def delete_knowledge_base(self, name_or_id: str, person: str | None = None) -> list[DocumentRecord]:
         """Delete a knowledge base and every document in it (returned); the last one left
         cannot be deleted (InputError): documents need somewhere to go."""
-        self._writable("delete knowledge bases")
+        self._writable("delete knowledge bases", person)
         base = self.knowledge_base(name_or_id)
         if len(self.knowledge_bases()) == 1:
             raise InputError(f"{base.name!r} is the only knowledge base: create another before deleting it")
-        deleted = self.indexer.delete_many([doc.id for doc in self.documents([base.id])])
+        deleted = self.indexer.delete_many([doc.id for doc in self.documents([base.id])], person or "")
         self.catalog.remove_knowledge_base(base.id)
         return deleted
 
     def update_metadata(self, doc_id: str, *, title: str | None = None,
-                        tags: list[str] | None = None) -> DocumentRecord:
+                        tags: list[str] | None = None, person: str | None = None) -> DocumentRecord:
         """Change a document's title and/or tags; KeyError when it does not exist, InputError
         for more tags than a document can have (see ``ragkit.tags``). The change is also
         recorded with the document's vectors, so ``repair`` of a lost catalog brings it back."""
-        self._writable("change the document")
-        record = self.catalog.update_metadata(doc_id, title, checked_tags(tags) if tags is not None else None)
+        self._writable("change documents", person)
+        record = self.catalog.update_metadata(doc_id, title, checked_tags(tags) if tags is not None else None,
+                                              person or "")
         self._record_edits([record])
         return record
 
@@ -311,24 +318,25 @@ class KnowledgeBase:
             except Exception as exc:  # noqa: BLE001 - the catalog has the edit; only its backup copy failed
                 log.warning("could not record the edit of %s with its vectors: %s", record.id, exc)
 
-    def delete(self, doc_id: str) -> DocumentRecord:
-        """Remove a document and its passages; KeyError when it does not exist."""
-        self._writable("delete documents")
-        return self.indexer.delete(doc_id)
+    def delete(self, doc_id: str, person: str | None = None) -> DocumentRecord:
+        """Remove a document and its passages (``person``: who asks, see ``ragkit.people``);
+        KeyError when it does not exist."""
+        self._writable("delete documents", person)
+        return self.indexer.delete(doc_id, person or "")
 
-    def delete_many(self, doc_ids: list[str]) -> list[DocumentRecord]:
+    def delete_many(self, doc_ids: list[str], person: str | None = None) -> list[DocumentRecord]:
         """Remove several documents at once; ids already gone are skipped. The records deleted."""
-        self._writable("delete documents")
-        return self.indexer.delete_many(doc_ids)
+        self._writable("delete documents", person)
+        return self.indexer.delete_many(doc_ids, person or "")
 
-    def add_tags(self, doc_ids: list[str], tags: list[str]) -> list[DocumentRecord]:
+    def add_tags(self, doc_ids: list[str], tags: list[str], person: str | None = None) -> list[DocumentRecord]:
         """Add these tags to each document (keeping its own); ids already gone are skipped.
         InputError when a document would get more tags than allowed (nothing is changed then)."""
-        self._writable("change documents")
+        self._writable("change documents", person)
         added = checked_tags(tags)
         documents = [doc for doc in (self.catalog.document(doc_id) for doc_id in doc_ids) if doc is not None]
         planned = [(doc, checked_tags(doc.tags + added)) for doc in documents]  # all checked before any is changed
-        changed = [self.catalog.update_metadata(doc.id, None, tags) for doc, tags in planned]
+        changed = [self.catalog.update_metadata(doc.id, None, tags, person or "") for doc, tags in planned]
         self._record_edits(changed)
         return changed
 
@@ -336,28 +344,35 @@ class KnowledgeBase:
 
     def ingest(self, source: str | Path | bytes, filename: str | None = None, tags: list[str] | None = None,
                progress: Progress | None = None, identity: str | None = None,
-               knowledge_base: str | None = None) -> IngestResult:
+               knowledge_base: str | None = None, person: str | None = None) -> IngestResult:
         """Add one file (a path, or bytes + filename); never raises for a bad file.
 
         ``identity`` says which stored document a file is a new version of; by default
         a path's full path, or the file name for bytes. ``knowledge_base`` (a name or id;
         InputError when there is none such) is where it goes, by default "Default".
         ReadOnlyDataDir when the data dir cannot be written."""
-        self._writable("add files")
+        self._writable("add files", person)
         kb_id = self.knowledge_base(knowledge_base).id if knowledge_base else ""
-        return self.indexer.ingest(IngestItem.of(source, filename, tags, progress, identity, kb_id))
+        item = IngestItem.of(source, filename, tags, progress, identity, kb_id)
+        item.added_by = person or ""
+        return self.indexer.ingest(item)
 
     def ingest_url(self, url: str, tags: list[str] | None = None, progress: Progress | None = None,
-                   knowledge_base: str | None = None) -> IngestResult:
+                   knowledge_base: str | None = None, person: str | None = None) -> IngestResult:
         """Fetch a web page and add its main text (see ``ragkit.web``); never raises for a bad
         address or page: the result says why it was refused. ReadOnlyDataDir when the data
         dir cannot be written."""
-        self._writable("add web pages")
+        self._writable("add web pages", person)
         kb_id = self.knowledge_base(knowledge_base).id if knowledge_base else ""
-        return self.indexer.ingest(IngestItem.of_url(url, tags, progress, kb_id))
+        item = IngestItem.of_url(url, tags, progress, kb_id)
+        item.added_by = person or ""
+        return self.indexer.ingest(item)
 
     def ingest_many(self, items: list[IngestItem]) -> list[IngestResult]:
-        """Add many files, embedding them together (each file still all-or-nothing)."""
+        """Add many files, embedding them together (each file still all-or-nothing); each
+        item's ``added_by`` must be allowed to (see ``ragkit.people``)."""
+        for person in {item.added_by for item in items if item.added_by}:
+            check_editor(self.settings, person, "add files")
         self._writable("add files")
         return self.indexer.ingest_many(items)
 
@@ -371,7 +386,8 @@ class KnowledgeBase:
         self._writable("repair")
         report = integrity.repair(self.catalog, self.store, self.indexer, self.embedder)
         self._sync(force=True)
-        self.health = integrity.warnings(integrity.inspect(self.catalog, self.store), self.catalog, self.store.folder)
+        self.health = integrity.warnings(integrity.inspect(self.catalog, self.store), self.catalog, self.store.folder,
+                                         self.store)
         return report
 
     # ----- search ------------------------------------------------------------------
@@ -379,7 +395,17 @@ class KnowledgeBase:
     def search(self, query: str, k: int | None = None, filters: SearchFilters | None = None) -> list[Hit]:
         """Hybrid search: the ``k`` best passages for ``query`` (empty for an unsearchable query)."""
         self._sync()
-        return self.retriever.search(query, self.settings.top_k if k is None else k, filters, self.catalog.documents())
+        hits = self.retriever.search(query, self.settings.top_k if k is None else k, filters, self.catalog.documents())
+        if self.store.remote:
+            self._note_server(self.retriever.dense_error)
+        return hits
+
+    def _note_server(self, error: str) -> None:
+        """Show (or, once it answers again, take back) the warning that the Chroma server
+        does not answer."""
+        self.health = [note for note in self.health if not note.startswith(self.store.where)]
+        if error:
+            self.health.insert(0, integrity.server_note(self.store, error))
 
     def search_document(self, query: str, doc_id: str, k: int) -> list[Hit]:
         """The ``k`` best passages for ``query`` within one document."""

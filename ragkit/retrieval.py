@@ -194,6 +194,7 @@ class Retriever:
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
         self.reranker = make_reranker(settings.reranker, embedder)
+        self.dense_error = ""  # why the last vector search failed ("" when it worked)
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
                documents: list | None = None) -> list[Hit]:
@@ -302,10 +303,13 @@ class Retriever:
 
     def _dense(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
         try:
-            return self.store.query(self.query_vector(query), depth, allowed)
-        except Exception as exc:  # a damaged vector index: keyword search still answers
+            found = self.store.query(self.query_vector(query), depth, allowed)
+        except Exception as exc:  # a damaged vector index, a server gone: keyword search still answers
             log.warning("vector search failed, using keyword search only: %s", exc)
+            self.dense_error = str(exc).strip() or type(exc).__name__
             return []
+        self.dense_error = ""
+        return found
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding (the last few are kept: an answer searches twice)."""

@@ -25,7 +25,7 @@ class RagService:
             self.kb = KnowledgeBase(settings)
             if warm_up:
                 self.kb.embedder.embed_query("warm up")  # load the model now, not at the first question
-            self.history = HistoryManager(settings.data_path / "sessions.sqlite3")
+            self.history = HistoryManager(settings.sessions_location)
         except RagkitError:
             raise
         except Exception as exc:  # a bug or an unforeseen failure of a part: said in words, traceback in the log

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalog import DocumentRecord
-from .config import Settings
+from .config import Settings, redacted_url
 from .errors import KnowledgeBaseError
 from .passages import Passage
 from .writelock import WriteLock
@@ -100,6 +100,24 @@ class VectorStore:
         """Where embedded Chroma keeps its files."""
         return self.settings.data_path / "chroma"
 
+    @property
+    def where(self) -> str:
+        """The store named for messages: the Chroma server and its address, or the folder."""
+        if self.remote:
+            return f"the Chroma server (RAGKIT_CHROMA_URL) at {redacted_url(self.settings.chroma_url)}"
+        return f"the vector store {self.folder}"
+
+    def unreachable_message(self, exc: BaseException) -> str:
+        """What to say when ``exc`` means the Chroma server did not answer; "" for any other error."""
+        import httpx
+
+        text = _plain(exc) if isinstance(exc, Exception) else str(exc)
+        refused = isinstance(exc, httpx.TransportError) or "Could not connect to a Chroma server" in text or (
+            isinstance(exc, VectorStoreUnavailable) and ("Connection refused" in text or "timed out" in text))
+        if not (self.remote and refused):
+            return ""
+        return f"{self.where} cannot be reached ({text})"
+
     def _open(self) -> None:
         """A new client (it reads the disk afresh); remembers the error when it cannot open."""
         import chromadb
@@ -132,7 +150,7 @@ class VectorStore:
             )
             self.error = ""
         except Exception as exc:  # noqa: BLE001 - a damaged store must not stop the knowledge base
-            log.warning("the vector store %s cannot be opened: %s", self.folder, exc)
+            log.warning("%s cannot be opened: %s", self.where, exc)
             self._client = self._collection = None
             self.error = _plain(exc)
 
@@ -177,6 +195,9 @@ class VectorStore:
         ``wait=False`` (or after ``timeout`` seconds) give up while another process holds
         the lock (this client keeps its consistent, older view) and return False."""
         if self.remote:
+            if not self.available:  # the server did not answer before: ask again (it may be back)
+                with self._lock:
+                    self._open()
             if not self._caught_up:
                 self._catch_up()
             return True
@@ -228,7 +249,7 @@ class VectorStore:
             return
         timeout = None if self.lock.held_here else FIRST_READ_WAIT_S
         if not self.refresh(wait=True, timeout=timeout):
-            raise VectorStoreBusy(f"another process has been saving to the vector store {self.folder} for "
+            raise VectorStoreBusy(f"another process has been saving to {self.where} for "
                                   f"{FIRST_READ_WAIT_S:.0f} s; searching by keywords only until it is done")
 
     # ----- reading -----------------------------------------------------------------

@@ -93,3 +93,41 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One throwaway PostgreSQL cluster for the whole run (see ``tests/servers.py``)."""
+    from servers import start_postgres
+
+    cluster = start_postgres()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server():
+    """One ``chroma run`` server for the whole run (see ``tests/servers.py``)."""
+    from servers import start_chroma
+
+    server = start_chroma()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def database_url(postgres_cluster):
+    """The URL of a new, empty PostgreSQL database of this test's own."""
+    return postgres_cluster.new_database()
+
+
+@pytest.fixture
+def team_settings(tmp_path, database_url, chroma_server):
+    """Settings of one replica of a team deployment: the catalog and conversations in this
+    test's PostgreSQL database, vectors in a collection of its own on the Chroma server."""
+    import uuid
+
+    from ragkit.config import Settings
+
+    return Settings(data_dir=tmp_path / "replica-a", database_url=database_url, chroma_url=chroma_server.url,
+                    collection=f"t{uuid.uuid4().hex[:12]}", _env_file=None)
