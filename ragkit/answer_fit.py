@@ -73,3 +73,21 @@ def answer_problem(reply: str, question: str) -> str:
 def sentence_answers(sentence: str, question: str) -> bool:
     """True when this one sentence answers the question (see ``answer_problem``)."""
     return not answer_problem(sentence, question)
+
+
+OFF_SUBJECT = "it is about something other than what the question asks about"
+
+
+def about_subject(sentence: str, cited_text: str, question: str) -> bool:
+    """True when the sentence, or the passages it cites, hold a content word of the question:
+    a terse "17 credits [1]" is about the comet curry when its source is the curry's line; a
+    sentence about an office in Osaka, cited to the annual report, is not, however true."""
+    if is_cjk_text(question):
+        from .extractive import question_words
+
+        words = question_words(question)
+        where = (sentence + " " + cited_text).lower()
+        return not words or any(word.lower() in where for word in words)
+    wanted = set(search_tokens(question))
+    return not wanted or bool(wanted & set(search_tokens(sentence + " " + cited_text)))
+

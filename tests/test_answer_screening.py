@@ -154,3 +154,24 @@ def test_an_overflow_is_told_from_other_errors():
     assert "probably a context overflow" in overflow_message(ValueError("No generation chunks were returned"),
                                                              choice, 1900, 2048)
     assert overflow_message(ConnectionError("refused"), choice, 1900, 2048) == ""
+
+
+MENU = source(1, "menu.md", "Dish | Price\nNebula noodles | 14 credits\nComet curry | 17 credits")
+REPORT = source(2, "report.pdf", "The company expects to open an office in Osaka in 2027.")
+TEA = source(3, "茶园.pdf", "青松茶园位于福建省武夷山市。门票价格为六十元，学生半价。")
+
+
+def test_a_true_sentence_about_something_else_is_never_shown():
+    screened, shown = screen(["The company expects to open an office in Osaka in 2027 [2]. ",
+                              "Comet curry costs 17 credits [1]."], "How much is the comet curry?",
+                             sources=(MENU, REPORT))
+    assert shown == ["Comet curry costs 17 credits [1]."]
+    assert [w.reason for w in screened.withheld] == ["it is about something other than what the question asks about"]
+
+
+def test_a_terse_answer_is_about_the_subject_its_source_names():
+    screened, shown = screen(["17 credits [1]."], "How much is the comet curry?", sources=(MENU, REPORT))
+    assert shown == ["17 credits [1]."] and screened.answered
+    _, shown = screen(["六十元。[3]"], "门票多少钱？", sources=(TEA,))
+    assert shown == ["六十元。[3]"]
+

@@ -207,3 +207,4 @@ def test_a_model_that_stops_before_anything_answers_falls_back_to_quotes(setting
         turn, _ = ask(settings, docs, server, "What is LangGraph?", llm_timeout_s=3.0, model_judge="off")
     assert turn.mode == "extractive" and "stateful agents" in turn.answer
     assert "no reply in" in turn.error or "waited" in turn.error
+

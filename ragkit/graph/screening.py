@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..answer_fit import answer_problem
+from ..answer_fit import OFF_SUBJECT, about_subject, answer_problem
 from ..citations import MARKER_RE, Source, strip_html
 from .checks import answer_sentences, check_support, strip_label
 from .events import ChatEvent, EventWriter, token
@@ -106,9 +106,15 @@ class ScreenedAnswer:
             if check.attributed:  # it cited nothing, but one source says it: cite that one
                 cited = cited.rstrip() + f"[{check.cited[0]}]"
         cited += ending
-        problems = [answer_problem(cited, q) for q in self.questions]
+        cited_text = " ".join(source.text for source in self.sources
+                              if any(source.n in check.cited for check in checks))
+        problems = [answer_problem(cited, q) or ("" if about_subject(cited, cited_text, q) else OFF_SUBJECT)
+                    for q in self.questions]
         if REPEATS_QUESTION in problems or "it is empty" in problems:
             self.withheld.append(Withheld(sentence.strip(), REPEATS_QUESTION))
+            return
+        if all(problem == OFF_SUBJECT for problem in problems):
+            self.withheld.append(Withheld(sentence.strip(), OFF_SUBJECT))
             return
         if self.answered:
             self._show(cited)
