@@ -460,8 +460,9 @@ def test_every_promised_encoding_decodes_to_the_original(encoding, bom, content)
     "data, filename, message",
     [
         (b"", "empty.txt", "empty.txt: the file is empty (0 bytes): check that it was saved completely"),
-        (b"hello", "virus.exe", "virus.exe: unsupported file type .exe; supported: .csv, .docx, .htm, .html, "
-         ".markdown, .md, .pdf, .text, .txt. Convert it to one of these (e.g. save as PDF) and add it again"),
+        (b"hello", "virus.exe", "virus.exe: unsupported file type .exe; supported: .bmp, .csv, .docx, .htm, .html, "
+         ".jpeg, .jpg, .markdown, .md, .pdf, .png, .pptx, .text, .tif, .tiff, .txt, .webp, .xlsx. "
+         "Convert it to one of these (e.g. save as PDF) and add it again"),
         (b"   \n\n  ", "blank.md", "blank.md: no text could be extracted: the file holds no visible text"),
         (b"%PDF-1.4 garbage", "broken.pdf",
          "broken.pdf: not a readable PDF (corrupt or truncated): re-export it from the source application"),
@@ -483,9 +484,9 @@ def test_each_refusal_names_the_file_and_says_what_to_do(data, filename, message
     assert str(refused.value) == message
 
 
-def test_scanned_pdf_refusal_says_to_run_ocr():
+def test_a_pdf_page_without_text_is_refused_after_ocr_found_none_either():
     empty_page = flate_pages_pdf(pages=1, inflated_per_page=1024)
-    expected = r"^scan\.pdf: no text could be extracted \(a scanned PDF needs OCR first: run it"
+    expected = r"^scan\.pdf: no text could be extracted \(OCR read no text on its pages either\)"
     with pytest.raises(LoaderError, match=expected):
         load_bytes(empty_page, "scan.pdf")
 
