@@ -15,17 +15,13 @@ from ragkit.embeddings import HashingEmbedder
 from ragkit.errors import DatabaseUnreachable
 from ragkit.history import HistoryManager, Turn
 from ragkit.kb import KnowledgeBase
-from servers import ChromaServer, unavailable
+from servers import ChromaServer, start_chroma
 
 
 @pytest.fixture
 def own_chroma():
     """A Chroma server of this test's own (it is stopped and started again)."""
-    server = ChromaServer()
-    try:
-        server.start()
-    except RuntimeError as exc:
-        unavailable(str(exc))
+    server = start_chroma()
     yield server
     server.stop()
 
