@@ -75,7 +75,7 @@ def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[flo
         return 0.0, -1
     if is_cjk_text(question):
         words = question_words(question)
-        weights = {word: _word_idf(word, idf) for word in words}
+        weights = {word: word_idf(word, idf) for word in words}
         mass = sum(weights.values()) or 1.0
         shares = [sum(weight * _word_credit(word, hit.text.lower()) for word, weight in weights.items()) / mass
                   for hit in hits]
@@ -100,7 +100,8 @@ def unsaid(question: str, text: str) -> list[str]:
     return [token for token in dict.fromkeys(search_tokens(question)) if token not in present]
 
 
-def _word_idf(word: str, idf: dict[str, float]) -> float:
+def word_idf(word: str, idf: dict[str, float]) -> float:
+    """A question word's idf: its search tokens' mean (1.0 when none is known)."""
     values = [idf[token] for token in search_tokens(word) if token in idf]
     return sum(values) / len(values) if values else 1.0
 
