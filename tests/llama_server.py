@@ -4,7 +4,8 @@ with the same arguments, plus two lines on stderr that tests/test_real_llm.py re
 - llama.cpp's own timings for a generation that ended early: the server prints them only
   when a generation runs to its end, so a request the client hung up on (the answer's token
   limit, an abandoned structured call) or that a newer request interrupted left no trace of
-  the model's work in the log; now every generation's work is there, in llama.cpp's words;
+  the model's work in the log; now it is there, in llama.cpp's words (a generation closed
+  only after a newer one started is left out: never counted twice, at worst too little);
 - ``structured request: <type>`` for every request asking for a response format that the
   server takes (a refused one is a 500 in the access log).
 """
@@ -22,6 +23,8 @@ STRUCTURED_MARK = "structured request: "
 def _create_completion(original):
     def create(self, *args, **kwargs):
         generation = original(self, *args, **kwargs)
+        this = object()
+        self._latest_generation = this  # runs with the generation's start (llama.cpp resets its timings then)
         finish = None
         try:
             for chunk in generation:
@@ -29,7 +32,9 @@ def _create_completion(original):
                 yield chunk
         finally:
             generation.close()
-            if finish is None and self.verbose:  # ended early: llama.cpp printed nothing
+            # Ended early, llama.cpp printed nothing: print its timings, unless a newer generation
+            # started meanwhile (they are its timings now; this one's work then goes uncounted).
+            if finish is None and self.verbose and self._latest_generation is this:
                 self._ctx.print_timings()
     return create
 
