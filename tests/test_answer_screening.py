@@ -200,7 +200,9 @@ def test_a_sentence_about_the_subject_but_not_what_is_asked_of_it_is_never_shown
     ("It was founded in 2011.", "Aurora Analytics annual report", "In which year was Aurora Analytics founded?",
      []),  # "year" names the kind; the title counts as said
     ("", REPORT.text, "Who founded Aurora Analytics?", ["found", "aurora", "analyt"]),
-    ("", TEA.text, "青松茶园的园长是谁？", []),  # Chinese: not judged this way
+    ("", TEA.text, "青松茶园的园长是谁？", []),  # one word in three unsaid ("园长")
+    ("青松茶园始建于一九八五年。", TEA.text, "青松茶园每天几点开放？", ["每天", "开放"]),  # "几点" names the kind
+    ("", TEA.text, "门票多少钱？", []),
 ])
 def test_unsaid_asked_names_what_neither_the_sentence_nor_its_sources_say(sentence, cited, question, unsaid):
     assert unsaid_asked(sentence, cited, question) == unsaid
