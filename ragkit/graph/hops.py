@@ -202,12 +202,15 @@ def left_unsaid(question: str, links: list[HopLink]) -> list[str]:
 
 def hop_says(link: HopLink) -> str:
     """What a later hop says about the thing it was searched for: the whole passage when
-    that thing is its document (a title bridge), else only the sentences naming it (a
-    passage that names "Hesburgh" in passing says nothing about Hesburgh's budget)."""
+    that thing is its document (a title bridge), else only the sentences naming it, less
+    the name itself (a passage that names "Hesburgh" in passing says nothing about
+    Hesburgh's budget, and a hop searched for "University of Notre Dame" has not said
+    "Notre Dame" by naming it)."""
     text = link.hit.context.text
     if link.entity == link.hit.title:
         return text
-    return "\n".join(span.text for span in split_sentences(text) if link.entity.lower() in span.text.lower())
+    name = re.compile(re.escape(link.entity), re.IGNORECASE)
+    return "\n".join(name.sub(" ", span.text) for span in split_sentences(text) if name.search(span.text))
 
 
 def hops_kept(question: str, links: list[HopLink]) -> bool:
