@@ -39,6 +39,21 @@ def structured(**fields) -> Reply:
     return Reply(json.dumps(fields))
 
 
+# What llama.cpp's Python server (llama_cpp.server) answers a JSON-schema response format with.
+JSON_SCHEMA_REFUSAL = ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                       "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+
+
+def json_mode_only(responder):
+    """``responder`` behind a server that, like llama.cpp's Python server, refuses the
+    JSON-schema response format (500) and takes only JSON mode ("json_object")."""
+    def refusing(body: dict) -> Reply:
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=500, error=JSON_SCHEMA_REFUSAL)
+        return responder(body)
+    return refusing
+
+
 def default_responder(body: dict) -> Reply:
     """Rewrites get a fixed standalone question, grades say "sufficient", answers cite
     source 1 (true) and a bogus 9 (invented)."""

@@ -7,6 +7,10 @@ in the data directory; after ``GIVE_UP_AFTER`` of them the model is not asked ag
 the entry expires (``RAGKIT_JUDGE_MEMORY_HOURS``), so a model that is upgraded or a server
 that was only busy is tried again one day. A usable reply clears the count.
 
+It also keeps which response format a server accepts: a server that refuses the JSON-schema
+format (llama.cpp's Python server answers 500) is, once refused, asked in JSON mode at once
+(``json_format`` / ``record_json_format``), with the same expiry.
+
 ``RAGKIT_MODEL_JUDGE`` overrides it: ``off`` never asks a model for structured replies
 (the offline rewrite and grade are used), ``on`` always asks (at most once per turn),
 ``auto`` (the default) asks unless the model was found unusable.
@@ -25,6 +29,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 GIVE_UP_AFTER = 2  # unusable structured replies in a row before a model is no longer asked
 FILE_NAME = "model_usability.json"
+FORMATS = "response_formats"  # the file's entry naming, per model, the JSON format its server takes
+JSON_SCHEMA, JSON_OBJECT = "json_schema", "json_object"
 
 
 class JudgeMemory:
@@ -44,14 +50,15 @@ class JudgeMemory:
         """False while the model's last ``GIVE_UP_AFTER`` structured replies were unusable
         and that is more recent than the expiry."""
         entry = self._read().get(self.key(model, base_url))
-        if not entry:
+        if not isinstance(entry, dict):
             return True
         fresh = time.time() - float(entry.get("since", 0)) < self.expiry_s
         return not (fresh and int(entry.get("failures", 0)) >= GIVE_UP_AFTER)
 
     def failures(self, model: str, base_url: str) -> int:
         """Unusable structured replies in a row (0 once expired)."""
-        entry = self._read().get(self.key(model, base_url)) or {}
+        entry = self._read().get(self.key(model, base_url))
+        entry = entry if isinstance(entry, dict) else {}
         if time.time() - float(entry.get("since", 0)) >= self.expiry_s:
             return 0
         return int(entry.get("failures", 0))
@@ -68,6 +75,30 @@ class JudgeMemory:
             else:
                 failures = self.failures(model, base_url) + 1
                 data[key] = {"failures": failures, "since": time.time(), "why": why[:200]}
+            self._write(data)
+
+    def json_format(self, model: str, base_url: str) -> str:
+        """The response format to ask this model for first: JSON_OBJECT when its server
+        refused JSON_SCHEMA (within the expiry), else JSON_SCHEMA."""
+        formats = self._read().get(FORMATS)
+        entry = formats.get(self.key(model, base_url)) if isinstance(formats, dict) else None
+        if isinstance(entry, dict) and time.time() - float(entry.get("since", 0)) < self.expiry_s:
+            return JSON_OBJECT if entry.get("format") == JSON_OBJECT else JSON_SCHEMA
+        return JSON_SCHEMA
+
+    def record_json_format(self, model: str, base_url: str, accepted: str) -> None:
+        """Remember the response format the model's server accepted (JSON_SCHEMA forgets a refusal)."""
+        with self._lock:
+            data = self._read()
+            formats = data.get(FORMATS) if isinstance(data.get(FORMATS), dict) else {}
+            key = self.key(model, base_url)
+            if accepted == JSON_SCHEMA:
+                if key not in formats:
+                    return
+                formats.pop(key)
+            else:
+                formats[key] = {"format": accepted, "since": time.time()}
+            data[FORMATS] = formats
             self._write(data)
 
     def _read(self) -> dict:

@@ -21,6 +21,10 @@ from .errors import ModelNotFound
 
 EXTRACTIVE = "extractive"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+# A rewrite, a grade or a route is a JSON object of a sentence (~20-40 tokens); room beyond
+# that only lets a small model ramble (or pad JSON mode with whitespace) for nobody: llama.cpp's
+# Python server samples JSON mode at ~1 s a token for gemma-3-270m on two cores.
+STRUCTURED_MAX_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -292,13 +296,30 @@ class ModelClients:
             return "its structured replies were unusable twice (remembered; RAGKIT_JUDGE_MEMORY_HOURS)"
         return "this turn's structured call or model time was already used"
 
-    def judging(self, choice: ModelChoice, timeout_s: float | None = None):
-        """A client for one short structured call: no retries, at most RAGKIT_REWRITE_TIMEOUT_S
-        (less when ``timeout_s``, what the turn has left, is shorter)."""
-        if not choice.generated:
-            return None
+    def judge_timeout(self, timeout_s: float | None = None) -> float:
+        """The time one structured call may take: RAGKIT_REWRITE_TIMEOUT_S, less when
+        ``timeout_s`` (what the turn has left) is shorter."""
         limit = self.settings.rewrite_timeout_s
         if timeout_s is not None:
             limit = min(timeout_s, limit)
-        return make_chat_model(self.settings, choice, max_tokens=200, timeout_s=max(limit, 0.5), streaming=False,
-                               retries=0)
+        return max(limit, 0.5)
+
+    def json_mode_only(self, choice: ModelChoice) -> bool:
+        """True when the model's server refused the JSON-schema format (remembered)."""
+        from .judge_memory import JSON_OBJECT
+
+        return self.memory.json_format(choice.model, choice.base_url) == JSON_OBJECT
+
+    def schema_refused(self, choice: ModelChoice) -> None:
+        """Remember that the model's server takes JSON mode only."""
+        from .judge_memory import JSON_OBJECT
+
+        self.memory.record_json_format(choice.model, choice.base_url, JSON_OBJECT)
+
+    def judging(self, choice: ModelChoice, timeout_s: float | None = None):
+        """A client for one short structured call: no retries, at most ``judge_timeout``
+        per read; none for the extractive choice."""
+        if not choice.generated:
+            return None
+        return make_chat_model(self.settings, choice, max_tokens=STRUCTURED_MAX_TOKENS,
+                               timeout_s=self.judge_timeout(timeout_s), retries=0)

@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from ragkit.answer_fit import answer_problem, asked_kind
+from ragkit.answer_fit import UNSAID, answer_problem, asked_kind, unsaid_asked
 from ragkit.citations import Source
 from ragkit.config import Settings
 from ragkit.graph.budget import TurnBudget
 from ragkit.graph.checks import answer_sentences
 from ragkit.graph.fitting import fit_prompt, overflow_message, split_footer, with_footer
 from ragkit.graph.screening import ScreenedAnswer
-from ragkit.judge_memory import GIVE_UP_AFTER, JudgeMemory
+from ragkit.judge_memory import FORMATS, GIVE_UP_AFTER, JSON_OBJECT, JSON_SCHEMA, JudgeMemory
 from ragkit.llm import ModelChoice
 
 
@@ -175,3 +175,48 @@ def test_a_terse_answer_is_about_the_subject_its_source_names():
     _, shown = screen(["六十元。[3]"], "门票多少钱？", sources=(TEA,))
     assert shown == ["六十元。[3]"]
 
+
+
+KITCHEN = source(4, "handbook.docx", "Orbital Kitchen is a restaurant on the space station Meridian.")
+
+
+def test_a_sentence_about_the_subject_but_not_what_is_asked_of_it_is_never_shown():
+    # A capitalised name passes for a person, yet neither the sentence nor its source says
+    # anything about a head chef: half the question's words are unsaid.
+    screened, shown = screen(["Orbital Kitchen is a restaurant on the space station Meridian [4]."],
+                             "Who is the head chef of Orbital Kitchen?", sources=(KITCHEN,))
+    assert shown == [] and not screened.answered
+    assert screened.withheld[0].reason == f"{UNSAID} (head, chef)"
+    assert screened.problem() == f"it did not answer the question: {UNSAID} (head, chef)"
+    _, shown = screen(["Orbital Kitchen is a restaurant on the space station Meridian [4]."],
+                      "Where is Orbital Kitchen?", sources=(KITCHEN,))
+    assert shown == ["Orbital Kitchen is a restaurant on the space station Meridian [4]."]
+
+
+@pytest.mark.parametrize("sentence, cited, question, unsaid", [
+    ("", KITCHEN.text, "Who is the head chef of Orbital Kitchen?", ["head", "chef"]),
+    ("", REPORT.text, "Where does the company plan to open an office?", []),  # "plan": one word in four
+    ("17 credits [1].", MENU.text, "How much is the comet curry?", []),  # "much" names the kind asked
+    ("It was founded in 2011.", "Aurora Analytics annual report", "In which year was Aurora Analytics founded?",
+     []),  # "year" names the kind; the title counts as said
+    ("", REPORT.text, "Who founded Aurora Analytics?", ["found", "aurora", "analyt"]),
+    ("", TEA.text, "青松茶园的园长是谁？", []),  # one word in three unsaid ("园长")
+    ("青松茶园始建于一九八五年。", TEA.text, "青松茶园每天几点开放？", ["每天", "开放"]),  # "几点" names the kind
+    ("", TEA.text, "门票多少钱？", []),
+])
+def test_unsaid_asked_names_what_neither_the_sentence_nor_its_sources_say(sentence, cited, question, unsaid):
+    assert unsaid_asked(sentence, cited, question) == unsaid
+
+
+def test_a_servers_json_mode_only_answer_is_remembered_until_it_expires(tmp_path):
+    memory = JudgeMemory(tmp_path / "usability.json", expiry_s=3600)
+    assert memory.json_format("gemma", "http://localhost:8080/v1") == JSON_SCHEMA
+    memory.record_json_format("gemma", "http://localhost:8080/v1", JSON_OBJECT)
+    memory.record("gemma", "http://localhost:8080/v1", usable=True)  # clearing failures keeps the format
+    again = JudgeMemory(tmp_path / "usability.json", expiry_s=3600)  # as another process reads it
+    assert again.json_format("gemma", "http://localhost:8080/v1") == JSON_OBJECT
+    assert again.json_format("gemma", "http://otherhost:8080/v1") == JSON_SCHEMA
+    data = json.loads((tmp_path / "usability.json").read_text())
+    data[FORMATS]["gemma@http://localhost:8080/v1"]["since"] = time.time() - 7200
+    (tmp_path / "usability.json").write_text(json.dumps(data))
+    assert again.json_format("gemma", "http://localhost:8080/v1") == JSON_SCHEMA  # expired: the schema again

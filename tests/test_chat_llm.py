@@ -7,6 +7,7 @@ from llm_helpers import llm_settings
 from ragkit.chat import ChatEngine
 from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
 from ragkit.history import HistoryManager
+from ragkit.llm import STRUCTURED_MAX_TOKENS
 
 
 @pytest.fixture
@@ -147,4 +148,5 @@ def test_a_rewrite_that_is_not_the_asked_structure_is_replaced_and_the_trace_say
     assert turn.standalone_question == "What are LangGraph's main features?"  # the offline rewrite
     rewrote = next(s for s in turn.trace if s.step == "Rewrote the follow-up")
     assert "the model's rewrite failed" in rewrote.detail and "used the offline rewrite" in rewrote.detail
-    assert rewrite_request["max_tokens"] == 200 and rewrite_request["max_completion_tokens"] == 200
+    assert rewrite_request["max_tokens"] == rewrite_request["max_completion_tokens"] == STRUCTURED_MAX_TOKENS
+    assert rewrite_request["stream"]  # streamed, so that giving up on it stops the server's generation

@@ -13,8 +13,8 @@ import pytest
 from conftest import REPO
 from llm_helpers import llm_settings
 from ragkit.chat import ChatEngine
-from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
-from ragkit.judge_memory import FILE_NAME
+from ragkit.devserver import Reply, ScriptedOpenAIServer, json_mode_only, structured
+from ragkit.judge_memory import FILE_NAME, FORMATS
 
 LANGGRAPH = (b"# LangGraph\n\nLangGraph is a library for building stateful agents. It was released in 2024 by "
              b"LangChain Inc. Its main features are persistence, streaming and human-in-the-loop control.")
@@ -100,6 +100,40 @@ def test_an_abandoned_stream_is_hung_up_on(settings, docs):
     with ScriptedOpenAIServer(answers_with(slow, chunk_chars=8, chunk_delay_s=0.05)) as server:
         ask(settings, docs, server, "What is LangGraph?", max_answer_tokens=16, model_judge="off")
         assert _eventually(lambda: server.disconnects >= 1)
+
+
+def test_a_structured_call_given_up_at_its_deadline_is_hung_up_on_and_the_answer_still_comes(settings, docs):
+    # A grade that streams on for ~20 s (a small model padding JSON mode): the call is given up
+    # at RAGKIT_REWRITE_TIMEOUT_S and, being streamed, hung up on, so the server stops generating
+    # it (llama.cpp otherwise generates on for nobody while the answer waits behind it).
+    rambling = '{"sufficient": true, "reason": "' + "passage one says it " * 50 + '"}'
+
+    def responder(body):
+        if is_structured(body):
+            return Reply(rambling, chunk_chars=2, chunk_delay_s=0.02)
+        return Reply("LangGraph is a library for building stateful agents [1].")
+    with ScriptedOpenAIServer(responder) as server:
+        turn, _ = ask(settings, docs, server, "What is LangGraph?", rewrite_timeout_s=1.0, llm_timeout_s=10.0)
+        structured_requests = [body for body in server.requests if is_structured(body)]
+        assert _eventually(lambda: server.disconnects >= 1)
+    assert len(structured_requests) == 1 and structured_requests[0]["stream"]
+    assert turn.mode == "llm" and "stateful agents" in turn.answer
+    graded = next(step.detail for step in turn.trace if step.step == "Graded the evidence")
+    assert "the model's verdict was unusable" in graded and "ModelTimeout" in graded
+
+
+def test_a_server_that_takes_json_mode_only_is_asked_in_json_mode_at_once_from_then_on(settings, docs):
+    def formats(server):
+        return [body["response_format"]["type"] for body in server.requests if is_structured(body)]
+    with ScriptedOpenAIServer(json_mode_only(answers_with("LangGraph builds stateful agents [1]."))) as server:
+        first, _ = ask(settings, docs, server, "What is LangGraph?")
+        assert formats(server) == ["json_schema", "json_object"]  # refused, then JSON mode
+        remembered = json.loads((settings.data_path / FILE_NAME).read_text())
+        assert remembered[FORMATS][f"test-model@{server.base_url}"]["format"] == "json_object"
+        ask(settings, docs, server, "What is LangGraph?")  # a new engine, as a new process makes
+        assert formats(server) == ["json_schema", "json_object", "json_object"]  # the refusal is not asked again
+    graded = next(step.detail for step in first.trace if step.step == "Graded the evidence")
+    assert "(model test-model)" in graded  # the JSON-mode reply was used
 
 
 def _eventually(check, attempts=200):

@@ -67,12 +67,19 @@ def structured_reply(context, choice, messages, field: str | None, schema=None) 
     from .model_io import structured_text
 
     budget = context.budget
-    timeout_s = budget.remaining() if budget else None
-    client = context.models.judging(choice, timeout_s)
+    models = context.models
+    timeout_s = models.judge_timeout(budget.remaining() if budget else None)
+    client = models.judging(choice, timeout_s)
+
+    def call() -> str:
+        return structured_text(client, messages, field, schema, timeout_s=timeout_s,
+                               json_mode_only=models.json_mode_only(choice),
+                               on_schema_refused=lambda: models.schema_refused(choice))
+
     if budget is None:
-        text = structured_text(client, messages, field, schema)
+        text = call()
     else:
         with budget.structured_call():
-            text = structured_text(client, messages, field, schema)
-    context.models.judge_succeeded(choice)
+            text = call()
+    models.judge_succeeded(choice)
     return text

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..answer_fit import OFF_SUBJECT, about_subject, answer_problem
+from ..answer_fit import OFF_SUBJECT, UNSAID, about_subject, answer_problem, unsaid_problem
 from ..citations import MARKER_RE, Source, strip_html
 from .checks import answer_sentences, check_support, strip_label
 from .events import ChatEvent, EventWriter, token
@@ -106,15 +106,16 @@ class ScreenedAnswer:
             if check.attributed:  # it cited nothing, but one source says it: cite that one
                 cited = cited.rstrip() + f"[{check.cited[0]}]"
         cited += ending
-        cited_text = " ".join(source.text for source in self.sources
-                              if any(source.n in check.cited for check in checks))
+        cited_sources = [source for source in self.sources if any(source.n in check.cited for check in checks)]
+        cited_text = " ".join(source.text for source in cited_sources)
+        titled = " ".join(f"{source.title} {source.text}" for source in cited_sources)
         problems = [answer_problem(cited, q) or ("" if about_subject(cited, cited_text, q) else OFF_SUBJECT)
-                    for q in self.questions]
+                    or unsaid_problem(cited, titled, q) for q in self.questions]
         if REPEATS_QUESTION in problems or "it is empty" in problems:
             self.withheld.append(Withheld(sentence.strip(), REPEATS_QUESTION))
             return
-        if all(problem == OFF_SUBJECT for problem in problems):
-            self.withheld.append(Withheld(sentence.strip(), OFF_SUBJECT))
+        if all(_not_about_the_question(problem) for problem in problems):
+            self.withheld.append(Withheld(sentence.strip(), problems[0]))
             return
         if self.answered:
             self._show(cited)
@@ -144,10 +145,21 @@ class ScreenedAnswer:
             said = " ".join(w.text for w in self.withheld if w.reason == NEVER_ANSWERED)
             detail = answer_problem(said, self.questions[-1]) or "it does not say what the question asks for"
             return f"it did not answer the question: {detail}"
-        unsupported = [r for r in reasons if r not in (REPEATS_QUESTION, "it repeats an earlier sentence")]
+        elsewhere = [r for r in reasons if _not_about_the_question(r)]
+        if elsewhere and len(elsewhere) == len([r for r in reasons if r not in _REPEATS]):
+            return f"it did not answer the question: {elsewhere[0]}"
+        unsupported = [r for r in reasons if r not in _REPEATS]
         if unsupported:
             return f"no sentence of it was supported by its sources ({unsupported[0]})"
         return f"it did not answer the question: {REPEATS_QUESTION}"
+
+
+_REPEATS = (REPEATS_QUESTION, "it repeats an earlier sentence")
+
+
+def _not_about_the_question(problem: str) -> bool:
+    """True for a sentence about something else than what the question asks about."""
+    return problem == OFF_SUBJECT or problem.startswith(UNSAID)
 
 
 def screened_step(shown: list[str], withheld: list[Withheld]) -> list:
