@@ -80,7 +80,11 @@ def question_terms(question: str) -> tuple[list[str], frozenset[str]]:
     in question order, and those of them that only name the kind of answer asked for."""
     if is_cjk_text(question):
         words = question_words(question)
-        return words, frozenset(word for word in words if word in CJK_ANSWER_KIND_WORDS)
+        kinds = {word for word in words if word in CJK_ANSWER_KIND_WORDS}
+        # a word right before a kind noun narrows the kind ("茶叶品种", tea varieties): the answer
+        # names one ("大红袍") without repeating it
+        kinds |= {word for word in words for kind in kinds if word + kind in question}
+        return words, frozenset(kinds)
     tokens = list(dict.fromkeys(search_tokens(_HOW_MUCH.sub("how", question))))
     return tokens, frozenset(token for token in tokens if token in LATIN_ANSWER_KIND_WORDS)
 
