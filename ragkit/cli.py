@@ -270,6 +270,9 @@ def cmd_eval(args) -> int:
         return 0
     if not args.identifiers and not args.path:
         raise CommandError("name a SQuAD-format file to evaluate (or use --identifiers N)")
+    if args.compare_modes and (args.mode or args.multihop or args.unanswerable or args.dialogues or args.identifiers):
+        raise CommandError("--compare-modes asks a SQuAD-format file's questions in both modes: "
+                           "use it with --answers only, without --mode")
     bars: dict[str, tqdm] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -290,7 +293,8 @@ def cmd_eval(args) -> int:
     elif args.dialogues:
         summary = run_dialogues(args.path, args.dialogues, settings, limit=args.limit, progress=progress)
     else:
-        summary = run_eval(args.path, settings, with_answers=args.answers, limit=args.limit, progress=progress)
+        summary = run_eval(args.path, settings, with_answers=args.answers or args.compare_modes, limit=args.limit,
+                           compare_modes=args.compare_modes, progress=progress)
     for bar in bars.values():
         bar.close()
     width = max(len(key) for key in summary)
@@ -600,6 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PATH is in the HotpotQA format: evidence found for every hop, answers, rounds")
     p.add_argument("--mode", choices=["default", "agentic"], help="the answer mode every question is asked in "
                    "(default: RAGKIT_CHAT_MODE)")
+    p.add_argument("--compare-modes", action="store_true",
+                   help="answer every question in both answer modes, alternating which goes first, and compare "
+                        "their answers and median latency (implies --answers)")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.set_defaults(func=cmd_eval)

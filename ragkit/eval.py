@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
+from .graph.state import CHAT_MODES
 
 SPLIT_SEED = 2026
 
@@ -148,10 +149,12 @@ def run_eval(
     settings: Settings | None = None,
     with_answers: bool = False,
     limit: int | None = None,
+    compare_modes: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     embedder=None,
 ) -> dict:
-    """Build a throwaway knowledge base from the file and measure retrieval (and answers)."""
+    """Build a throwaway knowledge base from the file and measure retrieval (and answers;
+    with ``compare_modes``, the answers of both answer modes, see :func:`mode_comparison`)."""
     passages, questions = read_squad(path)
     questions = questions[:limit] if limit else questions
     report = progress or (lambda stage, done, total: None)
@@ -177,7 +180,8 @@ def run_eval(
             "embedding_model": base.kb.embedder.name,
         }
         if with_answers:
-            summary.update(answer_metrics(base.engine(always_answer=True), questions, report))
+            measure = mode_comparison if compare_modes else answer_metrics
+            summary.update(measure(base.engine(always_answer=True), questions, report))
         base.kb.close()
     return summary
 
@@ -279,24 +283,50 @@ def answer_metrics(engine, items: list[QAItem], report) -> dict:
     question asked in a new conversation by an engine that answers whatever the grade says
     (``always_answer``): the answerer on every question, not the judge (``--unanswerable``
     measures that). A question the engine refuses (an empty one) counts as an empty answer."""
+    asked = []
+    for number, item in enumerate(items):
+        asked.append(_ask_timed(engine, f"a{number}", item.question, None))
+        report("answer", number + 1, len(items))
+    return _answer_keys(items, asked)
+
+
+def mode_comparison(engine, items: list[QAItem], report) -> dict:
+    """The answer keys of both answer modes on the same questions in one process, each
+    question asked in both modes one right after the other, the order alternating from one
+    question to the next so that neither mode always pays for a cold cache or a busy moment.
+    Ends with ``agentic_to_default_p50``: agentic's median latency over default's."""
+    asked: dict[str, list[tuple[str, float]]] = {mode: [] for mode in CHAT_MODES}
+    for number, item in enumerate(items):
+        order = CHAT_MODES if number % 2 == 0 else tuple(reversed(CHAT_MODES))
+        for mode in order:
+            asked[mode].append(_ask_timed(engine, f"{mode}-{number}", item.question, mode))
+        report("answer", number + 1, len(items))
+    summary = {f"{mode}_{key}": value for mode in CHAT_MODES
+               for key, value in _answer_keys(items, asked[mode]).items()}
+    default_p50, agentic_p50 = summary["default_answer_p50_ms"], summary["agentic_answer_p50_ms"]
+    summary["agentic_to_default_p50"] = round(agentic_p50 / default_p50, 3) if default_p50 else None
+    return summary
+
+
+def _ask_timed(engine, session_id: str, question: str, mode: str | None) -> tuple[str, float]:
+    """The answer to one question in a new conversation and the milliseconds it took."""
     from .errors import QuestionError
 
-    contains, lengths, latencies = 0, [], []
-    for number, item in enumerate(items):
-        t0 = time.perf_counter()
-        try:
-            answer = engine.ask(f"a{number}", item.question).answer
-        except QuestionError:
-            answer = ""
-        latencies.append((time.perf_counter() - t0) * 1000)
-        lengths.append(len(answer))
-        if any(gold in answer for gold in item.answers):
-            contains += 1
-        report("answer", number + 1, len(items))
+    started = time.perf_counter()
+    try:
+        answer = engine.ask(session_id, question, mode=mode).answer
+    except QuestionError:
+        answer = ""
+    return answer, (time.perf_counter() - started) * 1000
+
+
+def _answer_keys(items: list[QAItem], asked: list[tuple[str, float]]) -> dict:
+    contains = sum(any(gold in answer for gold in item.answers) for item, (answer, _) in zip(items, asked))
+    lengths = [len(answer) for answer, _ in asked]
     return {
         "answer_contains": round(contains / max(len(items), 1), 4),
         "answer_chars_mean": round(statistics.fmean(lengths) if lengths else 0.0, 1),
-        "answer_p50_ms": round(percentile(latencies, 0.5), 2),
+        "answer_p50_ms": round(percentile([ms for _, ms in asked], 0.5), 2),
     }
 
 

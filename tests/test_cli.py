@@ -79,6 +79,8 @@ def test_odd_arguments_are_refused_with_reasons(data_dir):
                                  capture_output=True, text=True, cwd=REPO, timeout=120)
     assert undecodable.returncode == 2 and "not valid UTF-8" in undecodable.stderr
     assert "Traceback" not in undecodable.stderr and "TypeError" not in undecodable.stderr
+    both_and_one = run(data_dir, "eval", "squad.json", "--compare-modes", "--mode", "agentic")
+    assert both_and_one.returncode == 1 and "--compare-modes" in both_and_one.stderr
 
 
 def test_ask_explains_how_it_answered_and_says_when_nothing_was_found(data_dir):

@@ -45,3 +45,29 @@ def test_metrics_arithmetic():
     assert metrics["hit_at_5"] == 0.5
     assert metrics["hit_at_10"] == 0.75
     assert metrics["mrr_at_10"] == round((1 / 2 + 1 + 1 / 6) / 4, 4)
+
+
+def test_comparing_modes_asks_every_question_in_both_and_reports_each_modes_answers(tmp_path, embedder):
+    """``eval --compare-modes``: one knowledge base, both answer modes on the same questions
+    (the order alternating), each mode's answer keys and agentic's median latency over
+    default's."""
+    import json
+
+    facts = [("Ada Lovelace wrote an algorithm for the Analytical Engine in 1843.", "Who wrote an algorithm for "
+              "the Analytical Engine?", "Ada Lovelace"),
+             ("The Difference Engine was a mechanical calculator built to tabulate polynomials.",
+              "What was the Difference Engine built to tabulate?", "polynomials")]
+    squad = {"data": [{"title": "Engines", "paragraphs": [
+        {"context": passage, "qas": [{"id": str(n), "question": question,
+                                      "answers": [{"text": gold, "answer_start": passage.index(gold)}]}]}
+        for n, (passage, question, gold) in enumerate(facts)]}]}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(squad), encoding="utf-8")
+    summary = run_eval(path, embedder=embedder, with_answers=True, compare_modes=True)
+    assert summary["questions"] == 2
+    for mode in ("default", "agentic"):
+        assert summary[f"{mode}_answer_contains"] == 1.0, summary
+        assert summary[f"{mode}_answer_p50_ms"] > 0
+    assert summary["agentic_to_default_p50"] == round(
+        summary["agentic_answer_p50_ms"] / summary["default_answer_p50_ms"], 3)
+    assert "answer_contains" not in summary  # one mode's keys never pass for the other's
