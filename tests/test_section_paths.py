@@ -10,6 +10,7 @@ from conftest import FIXTURES
 from ragkit.citations import sources_from_hits
 from ragkit.passages import section_trail
 
+
 def _section(title: str, level: int, sentences: list[str]) -> str:
     return f"{'#' * level} {title}\n\n" + "\n\n".join(sentences) + "\n\n"
 
