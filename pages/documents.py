@@ -135,7 +135,8 @@ query = st.text_input("Search documents", placeholder="title, file name or tag",
 frame = documents_frame(kb, [kb_id]).sort_values(["added", "id"], ascending=[False, True], ignore_index=True)
 if query.strip():
     needle = query.strip().lower()
-    mask = frame[["title", "file", "tags", "type"]].apply(lambda col: col.str.lower().str.contains(needle, regex=False))
+    searched = frame[["title", "file", "tags", "type", "added_by"]]
+    mask = searched.apply(lambda col: col.str.lower().str.contains(needle, regex=False))
     frame = frame[mask.any(axis=1)].reset_index(drop=True)
 heading.subheader(shown_heading(base.name, frame, documents))  # above the search box, counting what it leaves
 shown_docs = [doc for doc in documents if doc.id in set(frame["id"])]
@@ -153,12 +154,15 @@ st.dataframe(
     width="stretch",
     on_select=remember_selection,
     selection_mode="multi-row",
-    column_order=["title", "file", "chunks", "tags", "added"],  # fits 1280 px; the rest is in the detail panel
+    # fits 1280 px; the rest is in the detail panel. "Added by" once anyone added a document with a login
+    column_order=["title", "file", "chunks", "tags", *(["added_by"] if any(d.added_by for d in documents) else []),
+                  "added"],
     column_config={
         "title": st.column_config.TextColumn("Title", width=240),
         "file": st.column_config.TextColumn("File", width=200),
         "chunks": st.column_config.NumberColumn("Passages", width=80),
         "tags": st.column_config.TextColumn("Tags", width=120),
+        "added_by": st.column_config.TextColumn("Added by", width=160),
         "added": st.column_config.DatetimeColumn("Added", format="YYYY-MM-DD HH:mm", width=140),
     },
     key=TABLE,

@@ -7,6 +7,7 @@ endpoint), optionally from a ``.env`` file in the working directory, else defaul
 from __future__ import annotations
 
 import re
+import string
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,7 @@ from .errors import SettingsError
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+CHROMA_TOKEN_PUNCTUATION = frozenset(string.punctuation)
 
 
 def redacted_url(url: str) -> str:
@@ -28,7 +30,8 @@ class Settings(BaseSettings):
     """Every tunable of ragkit, with defaults that work offline."""
 
     model_config = SettingsConfigDict(
-        env_prefix="RAGKIT_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="RAGKIT_", env_file=".env", extra="ignore", frozen=True,
+        hide_input_in_errors=True,  # a rejected value may be a secret (a token, a password)
     )
 
     # storage
@@ -36,6 +39,9 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(
         default=None, description="http(s)://host:port of a Chroma server; default is on disk"
     )
+    chroma_token: SecretStr | None = Field(
+        default=None, description="the token a Chroma server with token auth asks for, sent as "
+        "'Authorization: Bearer <token>' (never logged or shown)")
     database_url: str | None = Field(
         default=None, description="postgresql://user:password@host:port/database: the catalog and the conversations "
         "live there (shared by every replica); default is SQLite files in the data dir")
@@ -201,6 +207,20 @@ class Settings(BaseSettings):
     def _blank_is_none(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("chroma_token", mode="before")
+    @classmethod
+    def _check_chroma_token(cls, value):
+        token = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if token is None or (isinstance(token, str) and not token.strip()):
+            return None
+        token = str(token).strip()
+        # Chroma's client accepts ASCII letters, digits and punctuation only (no spaces); the
+        # message never repeats the token.
+        if not all(ch.isascii() and (ch.isalnum() or ch in CHROMA_TOKEN_PUNCTUATION) for ch in token):
+            raise ValueError("a Chroma token holds ASCII letters, digits and punctuation only (no spaces or "
+                             "other characters)")
+        return token
+
     @field_validator("web_search_url")
     @classmethod
     def _web_search_is_http(cls, value):
@@ -218,6 +238,13 @@ class Settings(BaseSettings):
         if scheme not in POSTGRES_SCHEMES:
             raise ValueError(f"must be a postgresql://user:password@host:port/database URL, not {redacted_url(url)!r}")
         return "postgresql+psycopg://" + url.split("://", 1)[1]
+
+    @model_validator(mode="after")
+    def _token_needs_a_server(self) -> "Settings":
+        if self.chroma_token is not None and not self.chroma_url:
+            raise ValueError("RAGKIT_CHROMA_TOKEN is set but RAGKIT_CHROMA_URL is not: the token is only sent "
+                             "to a Chroma server; set the server's address or remove the token")
+        return self
 
     @model_validator(mode="after")
     def _check_overlap(self) -> "Settings":

@@ -31,7 +31,7 @@ from .catalog import Catalog, DocumentRecord
 from .chunking import chunk_pages, contextual_text, section_paths
 from .config import Settings
 from .embeddings import Embedder
-from .errors import DatabaseUnreachable
+from .errors import DatabaseUnreachable, RagkitError
 from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .originals import OriginalStore
@@ -345,8 +345,11 @@ class Indexer:
                     for prepared, record, previous in plans:
                         outcomes[id(prepared)] = _saved(prepared.item, record, previous, prepared.loaded.notes)
         except Exception as exc:
-            log.exception("saving failed")
             cause = self.failure_cause(exc, sum(len(p.passages) for p in group))
+            if isinstance(exc, RagkitError):  # foreseen and told in words (a server away or refusing): no traceback
+                log.warning("saving failed: %s", cause)
+            else:
+                log.exception("saving failed")
             for prepared in group:
                 if id(prepared) not in outcomes:
                     outcomes[id(prepared)] = IngestResult(prepared.item.filename, "refused",
@@ -358,9 +361,10 @@ class Indexer:
         only as a failure to apply its log), with what to do."""
         if isinstance(exc, DatabaseUnreachable):
             return str(exc)
-        server = self.store.unreachable_message(exc)
+        server = self.store.server_message(exc)
         if server:
-            return f"{server}. Nothing of this file was kept; add it again once the server answers."
+            again = "the token is set right" if self.store.refusal_message(exc) else "the server answers"
+            return f"{server}. Nothing of this file was kept; add it again once {again}."
         folder = self.settings.data_path
         text = f"{type(exc).__name__}: {exc}"
         try:

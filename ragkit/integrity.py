@@ -210,7 +210,11 @@ def refuse_unknown(found: Inspection, catalog: Catalog) -> None:
 
 
 def server_note(store: VectorStore, error: str) -> str:
-    """The warning shown while the Chroma server does not answer (it goes once it does)."""
+    """The warning shown while the Chroma server does not answer or refuses ragkit's token
+    (it goes once the server answers)."""
+    if error.startswith(f"{store.where} refused"):
+        return (f"{error}. Until then answers use keyword search only, and documents cannot be added, changed "
+                "or deleted. Nothing was lost.")
     return (f"{store.where} cannot be reached ({error[:200]}); answers use keyword search only until it answers "
             "again, and documents cannot be added, changed or deleted meanwhile. Nothing was lost; no restart "
             "is needed.")

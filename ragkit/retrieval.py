@@ -306,7 +306,7 @@ class Retriever:
             found = self.store.query(self.query_vector(query), depth, allowed)
         except Exception as exc:  # a damaged vector index, a server gone: keyword search still answers
             log.warning("vector search failed, using keyword search only: %s", exc)
-            self.dense_error = str(exc).strip() or type(exc).__name__
+            self.dense_error = self.store.refusal_message(exc) or str(exc).strip() or type(exc).__name__
             return []
         self.dense_error = ""
         return found

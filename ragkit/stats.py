@@ -25,18 +25,18 @@ class Overview:
 
 def documents_frame(kb: KnowledgeBase, knowledge_bases: list[str] | None = None) -> pd.DataFrame:
     """One row per document (of these knowledge base ids, when given): title, type, pages,
-    chunks, tokens, tags, version, added."""
+    chunks, tokens, tags, version, added, who added it ("" without a login)."""
     rows = [
         {
             "id": d.id, "title": d.title, "file": d.filename, "type": d.doc_type, "pages": d.pages,
             "chunks": d.chunks, "tokens": d.tokens, "tags": ", ".join(d.tags), "version": d.version,
             "size_kb": round(d.size_bytes / 1024, 1), "added": pd.to_datetime(d.created_at, unit="s"),
-            "updated": pd.to_datetime(d.updated_at, unit="s"),
+            "updated": pd.to_datetime(d.updated_at, unit="s"), "added_by": d.added_by,
         }
         for d in kb.documents(knowledge_bases)
     ]
     columns = ["id", "title", "file", "type", "pages", "chunks", "tokens", "tags", "version", "size_kb", "added",
-               "updated"]
+               "updated", "added_by"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -56,10 +56,16 @@ SAME_VECTOR = 1e-4  # a cosine distance this small means an identical vector (a 
 # A process's first read waits this long for another process's save (a group of files
 # takes seconds, rebuilding a large index a minute); then searches use keywords only.
 FIRST_READ_WAIT_S = 90.0
+REFUSAL_PROBE_TIMEOUT_S = 5.0  # asking the Chroma server again whether it refuses ragkit's token
 
 
 class VectorStoreUnavailable(KnowledgeBaseError):
     """The vector store cannot be opened or read (damaged files, a full disk)."""
+
+
+class VectorStoreRefused(VectorStoreUnavailable):
+    """The Chroma server refused ragkit's token (RAGKIT_CHROMA_TOKEN missing or wrong); the
+    message says which and what to do."""
 
 
 class VectorStoreBusy(VectorStoreUnavailable):
@@ -107,16 +113,57 @@ class VectorStore:
             return f"the Chroma server (RAGKIT_CHROMA_URL) at {redacted_url(self.settings.chroma_url)}"
         return f"the vector store {self.folder}"
 
-    def unreachable_message(self, exc: BaseException) -> str:
-        """What to say when ``exc`` means the Chroma server did not answer; "" for any other error."""
+    def server_message(self, exc: BaseException) -> str:
+        """What to say when ``exc`` means the Chroma server did not answer or refused ragkit's
+        token; "" for any other error."""
+        if not self.remote:
+            return ""
+        refused = self.refusal_message(exc)
+        if refused:
+            return refused
+        text = _plain(exc) if isinstance(exc, Exception) else str(exc)
+        return f"{self.where} cannot be reached ({text})" if self._cannot_connect(exc) else ""
+
+    def refusal_message(self, exc: BaseException) -> str:
+        """What to say when ``exc`` means the Chroma server refused ragkit's token; "" otherwise.
+        Chroma's own token auth answers 403 ``AuthError``; a proxy in front of ``chroma run``
+        (which has no auth of its own) answers 401 or 403 in words of its own, which Chroma's
+        client passes on as a bare ``Exception``, so that case is told by asking once more."""
+        from chromadb.errors import AuthorizationError, ChromaAuthError
+
+        if isinstance(exc, VectorStoreRefused):
+            return str(exc)
+        if not self.remote or self._cannot_connect(exc):
+            return ""
+        if not isinstance(exc, (ChromaAuthError, AuthorizationError)) and not self._credentials_refused():
+            return ""
+        if self.settings.chroma_token is None:
+            why = "it asks for a token and RAGKIT_CHROMA_TOKEN is not set"
+        else:
+            why = "it does not accept the token in RAGKIT_CHROMA_TOKEN"
+        return (f"{self.where} refused access: {why}. Set RAGKIT_CHROMA_TOKEN to the server's token and "
+                "start the app (or command) again")
+
+    @staticmethod
+    def _cannot_connect(exc: BaseException) -> bool:
         import httpx
 
-        text = _plain(exc) if isinstance(exc, Exception) else str(exc)
-        refused = isinstance(exc, httpx.TransportError) or "Could not connect to a Chroma server" in text or (
+        text = str(exc)
+        return isinstance(exc, httpx.TransportError) or "Could not connect to a Chroma server" in text or (
             isinstance(exc, VectorStoreUnavailable) and ("Connection refused" in text or "timed out" in text))
-        if not (self.remote and refused):
-            return ""
-        return f"{self.where} cannot be reached ({text})"
+
+    def _credentials_refused(self) -> bool:
+        """True when the server answers a plain collection listing with 401 or 403."""
+        import httpx
+
+        token = self.settings.chroma_token
+        headers = {"Authorization": f"Bearer {token.get_secret_value()}"} if token is not None else {}
+        url = (f"{self.settings.chroma_url.rstrip('/')}/api/v2/tenants/default_tenant/databases/"
+               "default_database/collections?limit=1")
+        try:
+            return httpx.get(url, headers=headers, timeout=REFUSAL_PROBE_TIMEOUT_S).status_code in (401, 403)
+        except httpx.HTTPError:
+            return False
 
     def _open(self) -> None:
         """A new client (it reads the disk afresh); remembers the error when it cannot open."""
@@ -130,6 +177,11 @@ class VectorStore:
                 from urllib.parse import urlparse
 
                 url = urlparse(self.settings.chroma_url)
+                if self.settings.chroma_token is not None:  # Chroma's token auth: "Authorization: Bearer <token>"
+                    chroma_settings = ChromaSettings(
+                        anonymized_telemetry=False, allow_reset=False,
+                        chroma_client_auth_provider="chromadb.auth.token_authn.TokenAuthClientProvider",
+                        chroma_client_auth_credentials=self.settings.chroma_token.get_secret_value())
                 self._client = chromadb.HttpClient(
                     host=url.hostname or "localhost",
                     port=url.port or (443 if url.scheme == "https" else 8000),
@@ -150,9 +202,9 @@ class VectorStore:
             )
             self.error = ""
         except Exception as exc:  # noqa: BLE001 - a damaged store must not stop the knowledge base
-            log.warning("%s cannot be opened: %s", self.where, exc)
             self._client = self._collection = None
-            self.error = _plain(exc)
+            self.error = self.refusal_message(exc) or _plain(exc)
+            log.warning("%s cannot be opened: %s", self.where, self.error)
 
     def _read_only_copy(self) -> str:
         """Embedded Chroma writes to its folder on opening, so a data dir that cannot be
@@ -232,12 +284,16 @@ class VectorStore:
 
     def _catch_up(self) -> None:
         if not self.available:
-            raise VectorStoreUnavailable(self.error)
+            raise self._unavailable(self.error)
         try:
             self._collection.count()  # Chroma's first read applies its log (see the module docstring)
         except Exception as exc:
-            raise VectorStoreUnavailable(_plain(exc)) from exc
+            raise self._unavailable(self.refusal_message(exc) or _plain(exc)) from exc
         self._caught_up = True
+
+    def _unavailable(self, error: str) -> VectorStoreUnavailable:
+        """The error to raise for ``error``: a refused token is told apart (it needs a new setting)."""
+        return (VectorStoreRefused if error.startswith(f"{self.where} refused") else VectorStoreUnavailable)(error)
 
     @property
     def caught_up(self) -> bool:

@@ -5,7 +5,11 @@
 ``ragkit``, fsync off (a test's data need not survive a power cut). PostgreSQL refuses to
 run as root, so as root the cluster belongs to ``nobody`` and its programs run through
 ``runuser``. ``ChromaServer``: ``chroma run`` (the chromadb package's own server) on a
-free port with its data in a temp dir.
+free port with its data in a temp dir. ``TokenProxy``: nginx in front of a Chroma server,
+letting through only requests that carry ``Authorization: Bearer <token>`` (and the
+heartbeat). ``chroma run`` (Chroma 1.x's Rust server) has no auth of its own: with
+``CHROMA_SERVER_AUTHN_*`` set it still answers every request without a token, and Chroma's
+docs put a token-checking proxy in front of it, as a team deployment does.
 
 Both are started once per test session (see ``conftest``); each test takes a database or
 a collection of its own. Outside CI a missing server skips the test with the reason; in CI
@@ -15,6 +19,7 @@ a collection of its own. Outside CI a missing server skips the test with the rea
 from __future__ import annotations
 
 import glob
+import grp
 import os
 import pwd
 import shutil
@@ -204,3 +209,96 @@ def start_chroma() -> ChromaServer:
     except RuntimeError as exc:
         unavailable(str(exc))
     return server
+
+
+NGINX_CONF = """daemon off;
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log;
+{user}
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_max_body_size 0;
+    client_body_temp_path {folder}/body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        location = /api/v2/heartbeat {{ proxy_pass {upstream}; }}
+        location / {{
+            if ($http_authorization != "Bearer {token}") {{ return 403 "RBAC: access denied"; }}
+            proxy_pass {upstream};
+            proxy_http_version 1.1;
+            proxy_read_timeout 300s;
+        }}
+    }}
+}}
+"""
+
+
+class TokenProxy:
+    """nginx on a free port passing to ``upstream`` only the requests that carry ``token``, until ``stop``."""
+
+    def __init__(self, upstream: str, token: str):
+        if not all(ch.isalnum() or ch in "-._~!" for ch in token):
+            raise ValueError("the test proxy writes the token into nginx's configuration: letters, digits, -._~! only")
+        self.folder = Path(tempfile.mkdtemp(prefix="ragkit-nginx-"))
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        user = ""
+        if os.geteuid() == 0:  # nginx's workers drop to this user; they write its temp folders
+            owner = _unprivileged_user()
+            user = f"user {owner.pw_name} {grp.getgrgid(owner.pw_gid).gr_name};"
+            os.chown(self.folder, owner.pw_uid, owner.pw_gid)
+        (self.folder / "nginx.conf").write_text(NGINX_CONF.format(
+            folder=self.folder, user=user, port=self.port, upstream=upstream, token=token))
+
+    @property
+    def url(self) -> str:
+        """The proxy's http:// address (what RAGKIT_CHROMA_URL names)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Start nginx and wait until the heartbeat passes through; RuntimeError with its log when not."""
+        nginx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
+        if nginx is None:
+            raise RuntimeError("nginx is not installed (Debian package nginx-light)")
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - nginx writes it until stop
+        self.process = subprocess.Popen([nginx, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf"),
+                                         "-e", str(self.folder / "error.log")],
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        tail = "".join((self.folder / name).read_text(errors="replace")[-1000:]
+                       for name in ("server.log", "error.log") if (self.folder / name).exists())
+        self.stop()
+        raise RuntimeError(f"nginx did not pass the heartbeat on {self.url}: {tail}")
+
+    def stop(self) -> None:
+        """Stop nginx and delete its files."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_token_proxy(upstream: str, token: str) -> TokenProxy:
+    """A started ``TokenProxy``; ``unavailable`` when nginx is missing or does not start."""
+    proxy = TokenProxy(upstream, token)
+    try:
+        proxy.start()
+    except RuntimeError as exc:
+        unavailable(str(exc))
+    return proxy

@@ -15,7 +15,8 @@ from ragkit.errors import QuestionError
 from ragkit.eval import run_multihop
 from ragkit.graph.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
 from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
-from ragkit.graph.hops import merge_hits
+from ragkit.graph.hops import hops_kept, merge_hits
+from ragkit.graph.state import HopLink
 from ragkit.history import HistoryManager
 from ragkit.passages import Hit, Passage
 
@@ -134,6 +135,35 @@ def test_hop_structure_and_bridges():
         ["Halvorsen Outdoor Works", "Brightwick K4"]
     assert name_candidates("It was designed by Charles Babbage.", "Who designed it?") == ["Charles Babbage"]
     assert "杭素岚" in name_candidates("它的发明者是气象学家杭素岚。", "发明旋羽测风仪的人在哪所大学任教？")
+
+
+def test_a_title_cut_off_by_its_full_stop_or_a_date_is_no_bridge():
+    names = name_candidates("The Rev. Theodore Hesburgh was president. A fire in April 1879 destroyed it.",
+                            "How many faculty members were there?")
+    assert names == ["Theodore Hesburgh"]
+
+
+def _hop(entity, text, from_id="", round_number=1, title="t"):
+    position = round_number
+    hit = Hit(Passage(text, 1, position, 0, len(text), 1, doc_id=f"d{position}"), title, f"{title}.txt", "txt", 0.5)
+    return HopLink(entity, hit, from_id, round_number)
+
+
+def test_a_hop_is_kept_for_what_it_says_about_its_bridge_not_for_naming_it():
+    question = "Where was the designer of the machine Ada Lovelace wrote an algorithm for born?"
+    ada = _hop(question, "Ada Lovelace wrote an algorithm for the Analytical Engine designed by Charles Babbage.")
+    babbage = _hop("Charles Babbage", "Charles Babbage was born in London in 1791.", ada.hit.id, 2, "babbage")
+    assert hops_kept(question, [ada, babbage], {})  # "born": said about the bridge
+    question = "On what date was the rebuilding of the Main Building begun at Notre Dame?"
+    fire = _hop(question, "The Main Building was destroyed by a fire, and rebuilding was begun in May.")
+    song = _hop("University of Notre Dame", "The Victory March is the fight song of the University of Notre Dame.",
+                fire.hit.id, 2, "song")
+    assert not hops_kept(question, [fire, song], {})  # "Notre Dame" only in the bridge's own name
+    corby = _hop("William Corby", "William Corby, president of Notre Dame, led the rebuilding.", fire.hit.id, 2,
+                 "corby")
+    assert hops_kept(question, [fire, corby], {})
+    # ... but "Notre Dame" is what most passages of this knowledge base say: a hop adding only it is a detour
+    assert not hops_kept(question, [fire, corby], {"notr": 0.1, "dame": 0.1})
 
 
 def test_rounds_merge_by_passage_keeping_the_best_score():

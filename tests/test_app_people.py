@@ -89,3 +89,64 @@ def test_stats_quote_only_the_persons_own_feedback(team_data, embedder):
     assert "Exactly the timetable" not in everything(bo) and "ferry to Vardø" not in everything(bo)
     ana = logged_in(ANA, page="pages/stats.py")
     assert "Exactly the timetable" in everything(ana)
+
+
+def documents_page_of(person: str):
+    """The Documents page as ``person`` sees it: its table's columns (by their headers), its rows."""
+    import json
+
+    at = logged_in(person, page="pages/documents.py")
+    assert not at.exception
+    [table] = at.dataframe
+    headers = {name: config.get("label", name) for name, config in json.loads(table.proto.columns).items()}
+    return at, [headers.get(name, name) for name in table.proto.column_order], table.value
+
+
+def test_the_documents_table_names_who_added_each_document(team_data, embedder):
+    from ragkit.config import Settings
+    from ragkit.kb import KnowledgeBase
+
+    kb = KnowledgeBase(Settings(data_dir=team_data, _env_file=None), embedder=embedder)
+    kb.ingest(b"The lighthouse keeper logs the fog bell at dawn.", filename="keeper.txt")  # before logins
+    _, before, _ = documents_page_of(BO)
+    assert before == ["Title", "File", "Passages", "Tags", "Added"]  # nobody logged in added anything yet
+
+    kb.ingest(b"The ferry to Vardo leaves at nine.", filename="ferry.txt", person=ANA)
+    kb.close()
+    bo, headers, rows = documents_page_of(BO)  # a viewer sees who added what, too
+    assert headers == ["Title", "File", "Passages", "Tags", "Added by", "Added"]
+    assert dict(zip(rows["file"], rows["added_by"])) == {"ferry.txt": ANA, "keeper.txt": ""}
+
+    search = next(box for box in bo.text_input if box.placeholder.startswith("title, file name"))
+    found = search.input("ana@team").run()
+    assert not found.exception
+    assert list(found.dataframe[0].value["file"]) == ["ferry.txt"]  # the search box finds a person's documents
+
+
+def test_recently_deleted_lists_each_deletion_with_who_and_when(team_data, embedder):
+    from datetime import datetime
+
+    from ragkit.config import Settings
+    from ragkit.kb import KnowledgeBase
+
+    kb = KnowledgeBase(Settings(data_dir=team_data, _env_file=None), embedder=embedder)
+    kept = kb.ingest(b"The lighthouse keeper logs the fog bell at dawn.", filename="keeper.txt").document
+    ferry = kb.ingest(b"The ferry to Vardo leaves at nine.", filename="ferry.txt", person=ANA).document
+    tide = kb.ingest(b"The tide tables are pinned by the harbour office door.", filename="tide.txt").document
+    kb.delete(ferry.id, person=ANA)
+    kb.delete(tide.id)  # without a login: no one to name
+    [ferry_gone, tide_gone] = sorted(kb.removals(10), key=lambda removal: removal.title != ferry.title)
+    kb.close()
+
+    def when(removal) -> str:
+        return datetime.fromtimestamp(removal.removed_at).strftime("%Y-%m-%d %H:%M")
+
+    bo, _, rows = documents_page_of(BO)
+    [deleted] = [box for box in bo.expander if box.label.startswith("Recently deleted")]
+    assert deleted.label == "Recently deleted (2)"
+    # as read: escape_line puts an invisible word joiner after "@" so that Markdown makes no mail link
+    assert sorted(caption.value.replace("\u2060", "") for caption in deleted.caption) == sorted([
+        f"{ferry.title} — deleted by {ANA}, {when(ferry_gone)}",
+        f"{tide.title} — deleted, {when(tide_gone)}",
+    ])
+    assert list(rows["file"]) == ["keeper.txt"] and kept.title not in [c.value for c in deleted.caption]

@@ -102,6 +102,18 @@ _LATIN_NAME = re.compile(r"\b(?:[A-Z][\w'’-]*|[A-Z]?\d[\w-]*)(?:\s+(?:of|the|a
 _LEADING = frozenset({"The", "A", "An", "In", "On", "At", "It", "Its", "He", "She", "They", "His", "Her", "Their",
                       "This", "That", "These", "Those", "Today", "Before", "After", "Since", "When", "While"})
 CJK_NAME_FLAGS = ("nr", "ns", "nt", "nz")
+# A name made only of these words and figures is no thing a document is about: a title
+# cut off by its abbreviation's full stop ("Rev" of "Rev. Theodore Hesburgh") or a date
+# ("April 1879"). Searching it as a bridge reaches passages about something else.
+_NOT_NAMES = frozenset({"rev", "dr", "mr", "mrs", "ms", "fr", "st", "sr", "jr", "prof", "sir", "gen", "col", "capt",
+                        "lt", "sgt", "hon", "mt", "no", "vol", "january", "february", "march", "april", "may", "june",
+                        "july", "august", "september", "october", "november", "december", "jan", "feb", "mar",
+                        "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday", "tuesday",
+                        "wednesday", "thursday", "friday", "saturday", "sunday", "of", "the", "and"})
+
+
+def _is_title_or_date(name: str) -> bool:
+    return all(word.lower().strip(".,") in _NOT_NAMES or word.isdigit() for word in name.split())
 
 
 def _is_proper_title(title: str) -> bool:
@@ -157,7 +169,7 @@ def name_candidates(text: str, question: str) -> list[str]:
             if len(words) == 1 and match.start() == opening and words[0] == name:
                 continue  # one capitalised word opening a sentence ("Each", "Besides"): no name
             name = " ".join(words)
-            if len(name) < 3 or not any(ch.isupper() for ch in name):
+            if len(name) < 3 or not any(ch.isupper() for ch in name) or _is_title_or_date(name):
                 continue
             if set(search_tokens(name)) <= asked or name in names:
                 continue

@@ -96,7 +96,7 @@ def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[flo
         return 0.0, -1
     words, kind_words = question_terms(question)
     cjk = is_cjk_text(question)
-    weights = {word: _word_idf(word, idf) if cjk else idf.get(word, 1.0) for word in words}
+    weights = {word: word_idf(word, idf) if cjk else idf.get(word, 1.0) for word in words}
     shares = []
     for hit in hits:
         credit = _credit(words, hit.text, cjk)
@@ -126,7 +126,8 @@ def unsaid(question: str, text: str) -> list[str]:
     return [word for word in words if word not in kind_words and not credit[word]]
 
 
-def _word_idf(word: str, idf: dict[str, float]) -> float:
+def word_idf(word: str, idf: dict[str, float]) -> float:
+    """A question word's idf: its search tokens' mean (1.0 when none is known)."""
     values = [idf[token] for token in search_tokens(word) if token in idf]
     return sum(values) / len(values) if values else 1.0
 

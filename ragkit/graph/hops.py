@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import replace
@@ -39,7 +40,7 @@ from . import events, prompts
 from .compare import side_fact, verdict
 from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
-from .grading import grade_offline, unsaid
+from .grading import grade_offline, unsaid, word_idf
 from .rounds import focus_hits
 from .state import Bridge, HopLink, PartVerdict, RagState, add_time, language, step
 
@@ -78,7 +79,9 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
         first_evidence = state.first_evidence
     all_links = [*state.links, *links]
     bridges = find_bridges(state, context, links, all_links)
-    single = not bridges and len(state.sub_questions) == 1 and not hops_kept(state.standalone_question, all_links)
+    idf = context.passages.idf(state.standalone_question)
+    single = not bridges and len(state.sub_questions) == 1 and not hops_kept(state.standalone_question, all_links,
+                                                                             idf)
     # a single hop goes to the default path's grade, which judges it: not graded twice
     parts = [] if single else judge_parts(state, context, evidence, all_links)
     runtime.stream_writer(events.status(f"Round {number}: {len(evidence)} passages"))
@@ -92,7 +95,7 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
         trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
                                                f"({p.reason})" for p in parts))
     hits = answer_evidence(replace(state, links=all_links, evidence=evidence, first_evidence=first_evidence),
-                           context.settings.agentic_evidence)
+                           context.settings.agentic_evidence, idf)
     return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
             "first_evidence": first_evidence,
             "hits": hits, "query": state.standalone_question,
@@ -160,7 +163,8 @@ def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all
     already answers the question leads nowhere further."""
     if state.rounds + 1 >= context.settings.agentic_rounds:
         return []
-    if len(state.sub_questions) == 1 and not left_unsaid(state.standalone_question, all_links):
+    question = state.standalone_question
+    if len(state.sub_questions) == 1 and not left_unsaid(question, all_links, context.passages.idf(question)):
         return []
     titles = context.passages.document_titles(state.filters)
     chained = {link.hit.doc_id for link in all_links}
@@ -187,13 +191,14 @@ def _answering_part(link: HopLink, question: str) -> str:
     return link.hit.context.text
 
 
-def left_unsaid(question: str, links: list[HopLink]) -> list[str]:
-    """The question's words the chain's first passage does not say and its later hops
-    have not said yet (see ``hop_says``): what a further hop is for."""
+def left_unsaid(question: str, links: list[HopLink], idf: dict[str, float]) -> list[str]:
+    """The question's informative words (see ``informative``) the chain's first passage
+    does not say and its later hops have not said yet (see ``hop_says``): what a further
+    hop is for."""
     path = chain(links)
     if not path:
         return []
-    left = unsaid(question, path[0].hit.context.text)
+    left = [word for word in unsaid(question, path[0].hit.context.text) if informative(word, idf)]
     for link in path[1:]:
         still = set(unsaid(question, hop_says(link)))
         left = [word for word in left if word in still]
@@ -202,15 +207,30 @@ def left_unsaid(question: str, links: list[HopLink]) -> list[str]:
 
 def hop_says(link: HopLink) -> str:
     """What a later hop says about the thing it was searched for: the whole passage when
-    that thing is its document (a title bridge), else only the sentences naming it (a
-    passage that names "Hesburgh" in passing says nothing about Hesburgh's budget)."""
+    that thing is its document (a title bridge), else only the sentences naming it, less
+    the name itself (a passage that names "Hesburgh" in passing says nothing about
+    Hesburgh's budget, and a hop searched for "University of Notre Dame" has not said
+    "Notre Dame" by naming it)."""
     text = link.hit.context.text
     if link.entity == link.hit.title:
         return text
-    return "\n".join(span.text for span in split_sentences(text) if link.entity.lower() in span.text.lower())
+    name = re.compile(re.escape(link.entity), re.IGNORECASE)
+    return "\n".join(name.sub(" ", span.text) for span in split_sentences(text) if name.search(span.text))
 
 
-def hops_kept(question: str, links: list[HopLink]) -> bool:
+# BM25's idf of a word in half of the passages: a word said by more of them (the subject of
+# a whole knowledge base, "Notre Dame"; "many", "one") tells no passage from another, so a hop
+# that adds only such words is a detour, and a first passage that leaves only them unsaid
+# needs no further hop.
+COMMON_WORD_IDF = math.log(2)
+
+
+def informative(word: str, idf: dict[str, float]) -> bool:
+    """True for a question word that at most half of the passages say."""
+    return word_idf(word, idf) >= COMMON_WORD_IDF - 1e-9
+
+
+def hops_kept(question: str, links: list[HopLink], idf: dict[str, float]) -> bool:
     """True when the chain's later hops say some of what its first passage left unsaid
     (the designer's birthplace: "born", in the sentence naming the designer); a hop that
     adds none of the question's words about its bridge is a detour, and the first round
@@ -218,8 +238,8 @@ def hops_kept(question: str, links: list[HopLink]) -> bool:
     path = chain(links)
     if len(path) < 2:
         return False
-    first = unsaid(question, path[0].hit.context.text)
-    return len(left_unsaid(question, links)) < len(first)
+    first = [word for word in unsaid(question, path[0].hit.context.text) if informative(word, idf)]
+    return len(left_unsaid(question, links, idf)) < len(first)
 
 
 def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links: list[HopLink]) -> list[PartVerdict]:
@@ -258,7 +278,8 @@ def after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["hop_rou
     then a chain or a comparison is answered from its hops, a single hop by the default path."""
     if state.bridges:
         return "hop_round"
-    if len(state.sub_questions) > 1 or hops_kept(state.standalone_question, state.links):
+    question = state.standalone_question
+    if len(state.sub_questions) > 1 or hops_kept(question, state.links, runtime.context.passages.idf(question)):
         return "generate" if runtime.context.choice(state).generated else "extract_hops"
     return "grade"
 
@@ -274,11 +295,11 @@ def chain(links: list[HopLink]) -> list[HopLink]:
     return path
 
 
-def answer_evidence(state: RagState, limit: int) -> list[Hit]:
+def answer_evidence(state: RagState, limit: int, idf: dict[str, float]) -> list[Hit]:
     """The passages the answer draws on: the chain (or each side's passage) first, then the
     rest of the evidence by score; at most ``limit``. A single hop (no hop kept): the
     first round's passages as the default path focused them."""
-    if len(state.sub_questions) <= 1 and not hops_kept(state.standalone_question, state.links):
+    if len(state.sub_questions) <= 1 and not hops_kept(state.standalone_question, state.links, idf):
         return state.first_evidence[:limit]
     first: list[Hit] = []
     for link in (state.links if len(state.sub_questions) > 1 else chain(state.links)):
@@ -294,7 +315,7 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     side by side); name the parts the evidence does not cover."""
     started = time.perf_counter()
     context = runtime.context
-    hits = answer_evidence(state, context.settings.agentic_evidence)
+    hits = answer_evidence(state, context.settings.agentic_evidence, context.passages.idf(state.standalone_question))
     sources = sources_from_hits(hits)
     number = {hit.id: index for index, hit in enumerate(hits, start=1)}
     cjk = language(state) == "zh"
