@@ -25,6 +25,7 @@ from pages._widgets import (
 )
 from ragkit.errors import RagkitError
 from ragkit.kb import plural
+from ragkit.passages import section_trail
 from ragkit.render import escape_line, escape_markdown
 from ragkit.stats import documents_frame
 from ragkit.tags import checked_tags
@@ -248,5 +249,7 @@ with delete_col:
 
 with st.expander(f"Preview passages ({doc.chunks})", expanded=False):
     for passage in passages[:200]:
-        st.caption(f"Passage {passage.position + 1} · {where} {passage.page} · {plural(passage.tokens, 'token')}")
+        section = f" · {escape_line(section_trail(passage.section))}" if passage.section else ""
+        st.caption(f"Passage {passage.position + 1} · {where} {passage.page}{section} · "
+                   f"{plural(passage.tokens, 'token')}")
         st.markdown(quote_markdown(passage.text))

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, text
 
+from .chunking import contextual_text
 from .db import DatabaseUnreadable, is_postgres, open_migrated, read, read_only_reason, write
 from .errors import CatalogError, InputError
 from .passages import Passage
@@ -203,7 +204,14 @@ def _who_changed_what(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE removed_documents ADD COLUMN title TEXT NOT NULL DEFAULT ''"))
 
 
-MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases, _writer_leases, _who_changed_what]
+def _passage_sections(conn: Connection) -> None:
+    """Version 6: each passage's section path (the headings in force where it starts, "A > B");
+    passages stored before are left with none ("") until their document is indexed again."""
+    conn.execute(text("ALTER TABLE passages ADD COLUMN section TEXT NOT NULL DEFAULT ''"))
+
+
+MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases, _writer_leases, _who_changed_what,
+              _passage_sections]
 
 
 @dataclass(frozen=True)
@@ -658,15 +666,16 @@ class Catalog:
             _bump(conn, "revision")
 
     def retokenize(self, tokenize) -> int:
-        """Recompute every passage's search tokens with ``tokenize(text)`` (after the
-        tokenizer changed); returns the passages done."""
+        """Recompute every passage's search tokens with ``tokenize(text)`` over its text under
+        its section path, as at ingest (after the tokenizer changed); returns the passages done."""
         with read(self._engine) as conn:
-            rows = conn.execute(text("SELECT id, text FROM passages")).all()
+            rows = conn.execute(text("SELECT id, text, section FROM passages")).all()
         with write(self._engine) as conn:
             for start in range(0, len(rows), 1000):
                 batch = rows[start : start + 1000]
                 conn.execute(text("UPDATE passages SET terms = :terms WHERE id = :id"),
-                             [{"id": pid, "terms": " ".join(tokenize(body))} for pid, body in batch])
+                             [{"id": pid, "terms": " ".join(tokenize(contextual_text(body, section or "")))}
+                              for pid, body, section in batch])
             _bump(conn, "revision")
         return len(rows)
 
@@ -689,10 +698,12 @@ def _insert_passages(conn: Connection, passages: list[Passage], terms: list[list
     if not passages:
         return
     conn.execute(
-        text("INSERT INTO passages(id, doc_id, version, position, page, start_char, end_char, tokens, text, terms) "
-             "VALUES (:id, :doc_id, :version, :position, :page, :start, :end, :tokens, :text, :terms)"),
+        text("INSERT INTO passages(id, doc_id, version, position, page, start_char, end_char, tokens, text, terms, "
+             "section) VALUES (:id, :doc_id, :version, :position, :page, :start, :end, :tokens, :text, :terms, "
+             ":section)"),
         [{"id": p.id, "doc_id": p.doc_id, "version": p.version, "position": p.position, "page": p.page,
-          "start": p.start, "end": p.end, "tokens": p.tokens, "text": p.text, "terms": " ".join(t)}
+          "start": p.start, "end": p.end, "tokens": p.tokens, "text": p.text, "terms": " ".join(t),
+          "section": p.section}
          for p, t in zip(passages, terms)],
     )
 
@@ -705,4 +716,5 @@ def _record(row) -> DocumentRecord:
 
 def _passage(row) -> Passage:
     return Passage(text=row["text"], page=row["page"], position=row["position"], start=row["start_char"],
-                   end=row["end_char"], tokens=row["tokens"], doc_id=row["doc_id"], version=row["version"])
+                   end=row["end_char"], tokens=row["tokens"], doc_id=row["doc_id"], version=row["version"],
+                   section=row["section"] or "")

@@ -11,7 +11,7 @@ import html
 import re
 from dataclasses import asdict, dataclass
 
-from .passages import Hit
+from .passages import Hit, section_trail
 
 MARKER_RE = re.compile(r"\[(\d{1,3}(?:\s*[,，]\s*\d{1,3})*)\]")
 _TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
@@ -38,11 +38,17 @@ class Source:
     lexical_score: float | None = None
     cited: bool = False
     url: str = ""  # a web source's address ("" for a passage of a document)
+    section: str = ""  # the passage's section path ("Handbook > Safety"; "" when none or stored before paths were)
 
     @property
     def web(self) -> bool:
         """True for a web search result (not a passage of the knowledge base)."""
         return bool(self.url)
+
+    @property
+    def section_trail(self) -> str:
+        """The section path as a reader sees it: "Handbook › Safety › Fire exits" ("" when none)."""
+        return section_trail(self.section)
 
     def to_dict(self) -> dict:
         """Plain dict for JSON and storage."""
@@ -73,6 +79,7 @@ def sources_from_hits(hits: list[Hit]) -> list[Source]:
             dense_score=None if hit.dense_score is None else round(hit.dense_score, 4),
             lexical_score=None if hit.lexical_score is None else round(hit.lexical_score, 4),
             url=hit.url,
+            section=hit.section,
         )
         for index, hit in enumerate(hits, start=1)
     ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from .config import load_settings
 from .errors import RagkitError
 from .folders import collect_files
+from .passages import section_trail
 from .render import terminal_json, terminal_json_text, terminal_safe
 
 MAX_RESULTS = 1000
@@ -192,6 +193,8 @@ def cmd_search(args) -> int:
         lexical = f"{hit.lexical_score:.2f}" if hit.lexical_score is not None else "-"
         print(f"{rank}. {terminal_safe(hit.title)} ({terminal_safe(hit.filename)}, p.{hit.page})  "
               f"score {hit.score:.3f}  dense {dense}  bm25 {lexical}")
+        if hit.section:
+            print("   " + terminal_safe(section_trail(hit.section)))
         print("   " + terminal_safe(" ".join(hit.text.split())[:300]))
     return 0
 
@@ -360,7 +363,9 @@ def print_sources(sources, out=sys.stdout) -> None:
         label = "" if source.cited else "  (also retrieved)"
         quote = terminal_safe(" ".join(source.quote.split()))
         where = (f"web: {terminal_safe(source.url)}" if source.web
-                 else f"{terminal_safe(source.filename)}, p. {source.page}, score {source.score:.2f}")
+                 else f"{terminal_safe(source.filename)}, p. {source.page}"
+                 + (f", {terminal_safe(source.section_trail)}" if source.section_trail else "")
+                 + f", score {source.score:.2f}")
         print(f"  [{source.n}] {terminal_safe(source.title)} — {where}{label}", file=out)
         print(f"      “{_clip(quote, 220)}”", file=out)
 

@@ -38,8 +38,18 @@ CJK_FUNCTION_CHARS = frozenset(
 # Words that only say what kind of answer is wanted; matching them in a sentence says nothing.
 CJK_QUESTION_WORDS = frozenset(
     """多久 多大 多高 多长 多远 多重 多深 多宽 时候 哪一年 哪年 哪一天 哪天 哪些 哪里 哪儿 怎样 怎么样 什么样
-    哪位 哪种 哪一个 第几 为何 何时 何地 何处 有何 有什么 是什么 叫什么 做了什么 特点""".split()
+    哪位 哪种 哪一个 第几 为何 何时 何地 何处 有何 有什么 是什么 叫什么 做了什么 特点
+    几点 几点钟 多少钱 什么时候 什么地方 有没有 是不是 能不能 可不可以 会不会 要不要""".split()
 )
+# Interrogative phrases jieba cuts into a question word and a content-looking piece ("多少钱" ->
+# 多少 + 钱, "几点" -> 几 + 点, "有没有" -> 有 + 没有): taken out whole before segmenting, so
+# "钱" or "点" is never a word the passage must say.
+_CJK_QUESTION_PHRASES = re.compile(
+    r"多少钱|几点钟|几点|什么时候|什么地方|有没有|是不是|能不能|可不可以|会不会|要不要|哪里|哪儿")
+# Nouns that name the kind of thing asked ("主要品种是什么", "门票价格是多少"): the answer says the
+# variety or the price, rarely the word itself, so a passage is not faulted for lacking them
+# (credited when it has them).
+CJK_ANSWER_KIND_WORDS = frozenset("品种 种类 类型 名字 名称 价格 价钱 票价 费用 日期 地址".split())
 # "When / how many / how long..." asks for a number, so sentences holding a new one are likelier answers.
 CJK_NUMBER_QUESTION = re.compile(
     r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间"
@@ -121,7 +131,7 @@ def question_words(question: str) -> list[str]:
     """The content words of a Chinese question: jieba words without stop and question
     words, plus its Latin words and numbers (lower-cased), each once."""
     words = []
-    for run in word_runs(question):
+    for run in word_runs(_CJK_QUESTION_PHRASES.sub("，", question)):
         if is_cjk_text(run):
             words.extend(w for w in chinese_words(run)
                          if w not in CHINESE_STOPWORDS and w not in CJK_QUESTION_WORDS and w not in CJK_FUNCTION_CHARS)

@@ -600,7 +600,8 @@ def _turn_markdown(number: int, turn: Turn, replacement: Turn | None) -> list[st
     for source in turn.sources:
         tag = "" if source.cited else " (also retrieved)"
         where = (f"web: {readable_line(source.url)}" if source.web
-                 else f"{readable_line(source.filename)}, p. {source.page}")
+                 else f"{readable_line(source.filename)}, p. {source.page}"
+                 + (f", {readable_line(source.section_trail)}" if source.section_trail else ""))
         lines.append(f"- \\[{source.n}\\] {readable_line(source.title)} ({where}){tag}: "
                      f"“{readable_line(clip_words(source.quote, QUOTE_CHARS))}”")
     lines.append("")

@@ -198,12 +198,12 @@ class Indexer:
                 return self._unchanged(item, loaded, duplicate, started)
             item.progress("chunking", 0.08)
             chunks = chunk_pages(loaded.pages, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens)
-            passages = [Passage(c.text, c.page, c.position, c.start, c.end, c.tokens) for c in chunks]
+            passages = [Passage(c.text, c.page, c.position, c.start, c.end, c.tokens, section=section)
+                        for c, section in zip(chunks, section_paths(loaded.pages, chunks))]
             if not passages:
                 raise LoaderError(f"{item.filename}: no text to index")
             # embedded and indexed with their section path above them (headings of the file)
-            contexts = [contextual_text(p.text, section) for p, section in
-                        zip(passages, section_paths(loaded.pages, chunks))]
+            contexts = [contextual_text(p.text, p.section) for p in passages]
             terms = [search_tokens(text) for text in contexts]
             return _Prepared(item, loaded, passages, terms, started, contexts=contexts)
         except LoaderError as exc:
@@ -493,7 +493,7 @@ class Indexer:
             passages = [p for doc_id in documents for p in self.catalog.passages_of(doc_id)]
             todo = [p for p in passages if p.id not in reuse]
             fresh = embedder.embed_documents(
-                [p.text for p in todo], self.settings.embedding_batch_size,
+                [contextual_text(p.text, p.section) for p in todo], self.settings.embedding_batch_size,
                 lambda done, total: report(f"embedding {done}/{total}", done / max(total, 1)),
             ) if todo else np.zeros((0, embedder.dimension), dtype=np.float32)
             vectors = dict(zip((p.id for p in todo), fresh))
@@ -516,7 +516,8 @@ class Indexer:
     def add_vectors(self, passages: list[Passage], embedder: Embedder) -> None:
         """Embed and store vectors for passages the catalog has but the store lost (repair)."""
         documents = {doc.id: doc for doc in self.catalog.documents()}
-        vectors = embedder.embed_documents([p.text for p in passages], self.settings.embedding_batch_size)
+        vectors = embedder.embed_documents([contextual_text(p.text, p.section) for p in passages],
+                                           self.settings.embedding_batch_size)
         with self._vector_write():
             self.store.add(passages, vectors, documents, self.kb_names())
 

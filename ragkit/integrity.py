@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import DEFAULT_KB_ID, DEFAULT_KB_NAME, Catalog, DocumentRecord
+from .chunking import contextual_text
 from .errors import StoreInconsistent
 from .passages import Passage
 from .text import search_tokens
@@ -302,7 +303,8 @@ def documents_from_vectors(vectors: list[tuple[StoredVector, str]]) -> tuple[Doc
     passages = [
         Passage(text=text or "", page=int(s.metadata.get("page", 1)), position=int(s.metadata.get("position", 0)),
                 start=int(s.metadata.get("start", 0)), end=int(s.metadata.get("end", 0)),
-                tokens=int(s.metadata.get("tokens", 0)), doc_id=s.doc_id, version=newest)
+                tokens=int(s.metadata.get("tokens", 0)), doc_id=s.doc_id, version=newest,
+                section=str(s.metadata.get("section") or ""))
         for s, text in own
     ]
     filename = str(meta.get("filename", own[0][0].doc_id))
@@ -340,8 +342,9 @@ def backfill(catalog: Catalog, store: VectorStore) -> int:
             m = stored.metadata
             passages.append(Passage(text=text or "", page=int(m.get("page", 1)), position=int(m.get("position", 0)),
                                     start=int(m.get("start", 0)), end=int(m.get("end", 0)),
-                                    tokens=int(m.get("tokens", 0)), doc_id=stored.doc_id, version=stored.version))
-    catalog.fill_passages(passages, [search_tokens(p.text) for p in passages])
+                                    tokens=int(m.get("tokens", 0)), doc_id=stored.doc_id, version=stored.version,
+                                    section=str(m.get("section") or "")))
+    catalog.fill_passages(passages, [search_tokens(contextual_text(p.text, p.section)) for p in passages])
     catalog.set_meta("passages_backfill", "done")
     return len(passages)
 
@@ -369,7 +372,7 @@ def repair(catalog: Catalog, store: VectorStore, indexer, embedder) -> RepairRep
             for vectors in vectors_by_document(store, set(found.unknown)).values():
                 record, passages = documents_from_vectors(vectors)
                 catalog.ensure_knowledge_base(record.kb_id, kb_name_from_vectors(vectors, record.kb_id))
-                catalog.restore(record, passages, [search_tokens(p.text) for p in passages])
+                catalog.restore(record, passages, [search_tokens(contextual_text(p.text, p.section)) for p in passages])
                 report.restored_documents.append(record.filename)
             found = inspect(catalog, store, full=True, lock_held=True)
         indexer.delete_vectors(found.stale)

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+SECTION_SEPARATOR = " › "  # between the headings of a section path, as shown and exported
+
+
+def section_trail(section: str) -> str:
+    """A stored section path ("Handbook > Safety > Fire exits", the chunker's form) as a reader
+    sees it: "Handbook › Safety › Fire exits" ("" when there is none)."""
+    return SECTION_SEPARATOR.join(part.strip() for part in section.split(" > ") if part.strip())
+
 
 def passage_id(doc_id: str, version: int, position: int) -> str:
     """Deterministic passage id: document, version and position."""
@@ -27,6 +35,7 @@ class Passage:
     tokens: int
     doc_id: str = ""  # set when the passage is stored
     version: int = 0
+    section: str = ""  # the headings in force where it starts ("Handbook > Safety"); "" when none or unknown
 
     @property
     def id(self) -> str:
@@ -77,6 +86,11 @@ class Hit:
         return self.passage.page
 
     @property
+    def section(self) -> str:
+        """The section path of the passage ("Handbook > Safety > Fire exits"; "" when none)."""
+        return self.passage.section
+
+    @property
     def position(self) -> int:
         """Index of the passage within its document."""
         return self.passage.position
@@ -87,7 +101,7 @@ class Hit:
         return {
             "id": p.id, "doc_id": p.doc_id, "version": p.version, "title": self.title,
             "filename": self.filename, "doc_type": self.doc_type, "page": p.page,
-            "position": p.position, "start": p.start, "end": p.end, "text": p.text,
+            "position": p.position, "start": p.start, "end": p.end, "section": p.section, "text": p.text,
             "score": self.score, "dense_score": self.dense_score, "lexical_score": self.lexical_score,
             "dense_rank": self.dense_rank, "lexical_rank": self.lexical_rank,
             "same_document": self.same_document,
@@ -107,4 +121,4 @@ def joined(passages: list[Passage]) -> Passage:
             text += ("\n\n" if passage.page != page else (" " if passage.start > end else "")) + passage.text
         end, page = max(end, passage.end), passage.page
     return Passage(text, first.page, first.position, first.start, end if page == first.page else first.end,
-                   sum(p.tokens for p in ordered), first.doc_id, first.version)
+                   sum(p.tokens for p in ordered), first.doc_id, first.version, first.section)

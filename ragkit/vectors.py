@@ -508,5 +508,6 @@ def _metadata(passage: Passage, document: DocumentRecord, kb_names: dict[str, st
     return {
         "doc_id": passage.doc_id, "version": passage.version, "page": passage.page,
         "position": passage.position, "start": passage.start, "end": passage.end, "tokens": passage.tokens,
+        "section": passage.section,
         **_document_metadata(document, kb_names.get(document.kb_id, "")),
     }

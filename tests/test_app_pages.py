@@ -346,3 +346,14 @@ def test_each_conversation_picks_and_remembers_its_model_and_no_key_is_shown(tmp
             assert "sk-secret" not in everything and "sk-secret" not in str(at.sidebar.selectbox[0].options)
         finally:
             st.cache_resource.clear()
+
+
+def test_a_source_shows_the_section_it_stands_under_above_the_passage(app):
+    from test_section_paths import HANDBOOK_MD
+
+    chat = app.chat_input[0].upload("handbook.md", HANDBOOK_MD.encode(), "text/markdown")
+    chat.set_value("Where are the fire exits?").run()
+    settle(app)
+    panel = next(e for e in app.expander if e.label.startswith(":material/attach_file: Sources"))
+    trails = [shown(c.value) for c in panel.caption]
+    assert any("Staff Handbook › Safety › Fire exits" in trail for trail in trails)

@@ -73,3 +73,69 @@ def test_the_measure_furthest_above_its_threshold_decides_not_the_larger_score()
     grade = grade_offline("What do tickets cost at the harbour gate?", PASSAGE, idf, similar_by(0.60), SETTINGS)
     assert SETTINGS.grade_threshold_latin <= grade.score == 0.56 < 0.60 < SETTINGS.grade_similarity_threshold
     assert grade.sufficient and "key words" in grade.reason
+
+
+# ----- question words: what only asks is never a word the passage must say ----------------
+
+TEA = "参观须知。茶园每天上午八点开放，下午五点关闭。门票价格为六十元，学生半价。"
+TEA_VARIETIES = "青松茶园位于福建省武夷山市，始建于一九八五年。茶园主要出产大红袍和正山小种。"
+
+
+@pytest.mark.parametrize("question, not_content", [
+    ("门票多少钱？", {"钱", "多少钱"}),
+    ("茶园几点开放？", {"点", "几点"}),
+    ("茶园什么时候开放？", {"时候", "什么时候"}),
+    ("茶园有没有停车场？", {"有没有", "没有"}),
+    ("茶园在哪里？", {"哪里"}),
+])
+def test_chinese_interrogative_phrases_are_not_content_words(question, not_content):
+    from ragkit.extractive import question_words
+
+    words = question_words(question)
+    assert words and not set(words) & not_content
+
+
+def idf_of(rarity: dict[str, float]) -> dict[str, float]:
+    """Search-token idf from word rarities (a word the knowledge base lacks is the rarest)."""
+    from ragkit.text import search_tokens
+
+    return {token: weight for word, weight in rarity.items() for token in search_tokens(word)}
+
+
+@pytest.mark.parametrize("question, passage", [
+    ("门票多少钱？", TEA),  # 钱 was a word the passage had to say
+    ("茶园几点开放？", TEA),
+    ("茶园的主要茶叶品种是什么？", TEA_VARIETIES),  # 品种 names what is asked: the passage names the varieties
+])
+def test_a_chinese_passage_that_says_what_is_asked_is_enough(question, passage):
+    # words the knowledge base lacks ("钱", "品种") are the rarest: they decided the old grade
+    idf = idf_of({"钱": 4.0, "点": 3.0, "品种": 4.0, "茶叶": 2.0, "茶园": 1.0, "门票": 2.0, "开放": 2.0, "主要": 1.0})
+    grade = grade_offline(question, [hit(passage)], idf, None, SETTINGS)
+    assert grade.sufficient, grade.reason
+
+
+@pytest.mark.parametrize("question", ["茶园有没有停车场？", "博物馆门票多少钱？"])
+def test_a_chinese_question_about_something_the_passage_never_names_is_still_not_found(question):
+    idf = idf_of({"停车场": 4.0, "博物馆": 4.0, "茶园": 1.0, "门票": 2.0})
+    grade = grade_offline(question, [hit(TEA)], idf, None, SETTINGS)
+    assert not grade.sufficient, grade.reason
+
+
+def test_how_much_and_cost_are_not_words_a_price_row_must_say():
+    from ragkit.graph.grading import unsaid
+
+    row = [hit("Dish | Price\nNebula noodles | 14 credits\nComet curry | 17 credits")]
+    idf = {"nebula": 3.0, "noodl": 3.0, "much": 4.0, "cost": 2.0}
+    grade = grade_offline("How much do the nebula noodles cost?", row, idf, None, SETTINGS)
+    assert grade.sufficient and grade.score == 1.0, grade.reason
+    assert unsaid("How much do the nebula noodles cost?", row[0].text) == []
+    other = grade_offline("How much does the moon pie cost?", row, {"moon": 3.0, "pie": 3.0}, None, SETTINGS)
+    assert not other.sufficient
+
+
+def test_a_number_under_the_subjects_heading_is_said_about_the_subject():
+    entry = Passage("# Skerry Point\n\nThe lighthouse stands 31 metres tall. Entry costs 5 euros for adults.",
+                    1, 0, 0, 80, 20, "d", 1, section="Skerry Point")
+    hits = [Hit(entry, "Skerry Point", "skerry.md", "md", 1.0)]
+    idf = {"skerri": 4.0, "point": 3.0, "entri": 3.0, "cost": 2.0}
+    assert grade_offline("How much does entry to Skerry Point cost?", hits, idf, None, SETTINGS).sufficient

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from ..answer_types import DATE, NUMBER, answer_type, typed_spans
 from ..config import Settings
-from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
+from ..extractive import CJK_ANSWER_KIND_WORDS, CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
 
@@ -68,36 +68,62 @@ class EvidenceVerdict(BaseModel):
     reason: str = Field(description="one short sentence: what in the passages answers it, or what is missing")
 
 
-def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
-    """The best share of the question's IDF-weighted words one passage contains, and
-    the index of that passage."""
-    if not hits:
-        return 0.0, -1
+# "How much / how many" only asks for an amount: "much" and "many" are no words a passage must say.
+_HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b", re.IGNORECASE)
+# English nouns (stemmed) that name the kind of thing asked ("What does it cost?", "What is the
+# name of..."): like CJK_ANSWER_KIND_WORDS, credited when a passage has them, never missed.
+LATIN_ANSWER_KIND_WORDS = frozenset(search_tokens("cost price name kind type"))
+
+
+def question_terms(question: str) -> tuple[list[str], frozenset[str]]:
+    """The question's informative words (Chinese jieba words, or English stems), each once
+    in question order, and those of them that only name the kind of answer asked for."""
     if is_cjk_text(question):
         words = question_words(question)
-        weights = {word: word_idf(word, idf) for word in words}
-        mass = sum(weights.values()) or 1.0
-        shares = [sum(weight * _word_credit(word, hit.text.lower()) for word, weight in weights.items()) / mass
-                  for hit in hits]
-    else:
-        wanted = {token: idf.get(token, 1.0) for token in search_tokens(question)}
-        mass = sum(wanted.values()) or 1.0
-        shares = []
-        for hit in hits:
-            present = set(search_tokens(hit.text))
-            shares.append(sum(weight for token, weight in wanted.items() if token in present) / mass)
+        kinds = {word for word in words if word in CJK_ANSWER_KIND_WORDS}
+        # a word right before a kind noun narrows the kind ("茶叶品种", tea varieties): the answer
+        # names one ("大红袍") without repeating it
+        kinds |= {word for word in words for kind in kinds if word + kind in question}
+        return words, frozenset(kinds)
+    tokens = list(dict.fromkeys(search_tokens(_HOW_MUCH.sub("how", question))))
+    return tokens, frozenset(token for token in tokens if token in LATIN_ANSWER_KIND_WORDS)
+
+
+def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
+    """The best share of the question's IDF-weighted words one passage contains, and
+    the index of that passage. A word naming the kind of answer counts only where said."""
+    if not hits:
+        return 0.0, -1
+    words, kind_words = question_terms(question)
+    cjk = is_cjk_text(question)
+    weights = {word: word_idf(word, idf) if cjk else idf.get(word, 1.0) for word in words}
+    shares = []
+    for hit in hits:
+        credit = _credit(words, hit.text, cjk)
+        said = sum(weights[word] * credit[word] for word in words)
+        mass = sum(weights[word] * (credit[word] if word in kind_words else 1.0) for word in words)
+        shares.append(said / mass if mass else 0.0)
     best = max(range(len(shares)), key=shares.__getitem__)
     return shares[best], best
 
 
+def _credit(words: list[str], text: str, cjk: bool) -> dict[str, float]:
+    """How much of each question word ``text`` says: Chinese words by ``_word_credit`` (a long
+    name found in pieces earns part), English stems 1 or 0."""
+    if cjk:
+        folded = text.lower()
+        return {word: _word_credit(word, folded) for word in words}
+    present = set(search_tokens(text))
+    return {word: float(word in present) for word in words}
+
+
 def unsaid(question: str, text: str) -> list[str]:
     """The question's informative words that ``text`` does not say: English stems, or
-    Chinese jieba words (a long name found in pieces counts as said), in question order."""
-    if is_cjk_text(question):
-        folded = text.lower()
-        return [word for word in question_words(question) if not _word_credit(word, folded)]
-    present = set(search_tokens(text))
-    return [token for token in dict.fromkeys(search_tokens(question)) if token not in present]
+    Chinese jieba words (a long name found in pieces counts as said), in question order;
+    words that only name the kind of answer are never missing."""
+    words, kind_words = question_terms(question)
+    credit = _credit(words, text, is_cjk_text(question))
+    return [word for word in words if word not in kind_words and not credit[word]]
 
 
 def word_idf(word: str, idf: dict[str, float]) -> float:
@@ -172,10 +198,14 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bo
     kind = answer_type(question)
     if kind not in GATED_KINDS or is_cjk_text(question):
         return None
-    tokens = sorted(set(search_tokens(question)), key=lambda token: -idf.get(token, 1.0))[:SUBJECT_WORDS]
+    words, kind_words = question_terms(question)
+    subject = [word for word in words if word not in kind_words]  # stable sort: ties keep question order
+    tokens = set(sorted(subject, key=lambda token: -idf.get(token, 1.0))[:SUBJECT_WORDS])
     for hit in hits:
+        titled = bool(tokens & set(search_tokens(hit.section)))  # a passage under the subject's heading
         for sentence in split_sentences(hit.text):
-            if set(tokens) & set(search_tokens(sentence.text)) and typed_spans(sentence.text, kind, question):
+            about = titled or tokens & set(search_tokens(sentence.text))
+            if about and typed_spans(sentence.text, kind, question):
                 return True
     return False
 

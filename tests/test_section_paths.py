@@ -1,0 +1,124 @@
+"""Section paths: each passage keeps the headings in force where it starts ("Handbook > Safety >
+Fire exits"), from real Markdown and DOCX files through the real store to the hit, the numbered
+source, the exported conversation and a repaired catalog; stores from before keep working."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from conftest import FIXTURES
+from ragkit.citations import sources_from_hits
+from ragkit.passages import section_trail
+
+
+def _section(title: str, level: int, sentences: list[str]) -> str:
+    return f"{'#' * level} {title}\n\n" + "\n\n".join(sentences) + "\n\n"
+
+
+# Sections long enough to be passages of their own (passages hold about 256 tokens).
+HANDBOOK_MD = (
+    _section("Staff Handbook", 1, [
+        "Welcome to the Lantern Works staff handbook, which every new colleague reads on the first day.",
+        "It explains how the workshop runs, who to ask for help, and what the company expects of you.",
+        "The handbook is updated every spring by the people team, and the latest copy is on the intranet."])
+    + _section("Safety", 2, [
+        "Everyone takes the safety walk with a supervisor during the first week at the workshop.",
+        "Protective glasses are worn at every bench where glass is cut, ground or polished.",
+        "Report any accident, however small, to your supervisor on the same day it happens."])
+    + _section("Fire exits", 3, [
+        "The fire exits are at the north stairwell and beside the loading bay on the ground floor.",
+        "Keep every fire exit clear at all times; pallets, trolleys and boxes are never left in front of them.",
+        "The exit doors open outwards with a push bar and are tested by the facilities team each Monday.",
+        "In a fire alarm, leave by the nearest exit and gather at the assembly point in the car park.",
+        "Wardens in yellow vests count everyone at the assembly point and report to the fire service.",
+        "Never use the goods lift during an alarm, and never go back inside until a warden says so.",
+        "Visitors are escorted out by the colleague who signed them in at reception that morning.",
+        "Fire drills are held twice a year, once in spring and once in autumn, without warning."])
+    + _section("First aid", 3, [
+        "The first aid kit hangs beside the kitchen door and is checked by Marta Quist every month.",
+        "Marta Quist is the trained first aider; her deputy is Tomas Berg in the packing room.",
+        "Burns from hot glass are cooled under running water for twenty minutes before anything else.",
+        "Every treatment given is written in the accident book kept in the office drawer.",
+        "An ambulance is called at once for any injury to the eyes or the head, however small.",
+        "The defibrillator is mounted on the wall of the reception area next to the visitor book.",
+        "First aid training is paid by the company and refreshed every three years."])
+    + _section("Pay", 2, [
+        "Salaries are paid by bank transfer on the last working day of each month.",
+        "Payslips are sent by email two days before the payment reaches your account.",
+        "Overtime is paid at one and a half times the normal hourly rate in the following month.",
+        "Questions about pay go to the payroll office, open on weekday mornings from nine to twelve.",
+        "Expenses are claimed on the expenses form within thirty days of the purchase."])
+)
+
+
+def test_a_markdown_passage_carries_the_headings_it_stands_under(kb):
+    kb.ingest(HANDBOOK_MD.encode(), filename="handbook.md")
+    hit = kb.search("Where are the fire exits?", k=1)[0]
+    assert "north stairwell" in hit.text
+    assert hit.section == "Staff Handbook > Safety > Fire exits"
+    assert hit.to_dict()["section"] == hit.section
+    welcome = kb.search("Who updates the staff handbook every spring?", k=1)[0]
+    assert "people team" in welcome.text and welcome.section == "Staff Handbook"
+    source = sources_from_hits([hit])[0]
+    assert source.section_trail == "Staff Handbook › Safety › Fire exits"
+
+
+def test_a_docx_table_row_carries_its_heading(kb):
+    kb.ingest(FIXTURES / "handbook.docx")
+    hit = kb.search("How much do the nebula noodles cost?", k=1)[0]
+    assert "Nebula noodles" in hit.text
+    assert hit.section == "Orbital Kitchen handbook"  # the whole short file is one passage, under its title
+
+
+def test_a_plain_text_file_has_no_section(kb):
+    kb.ingest(b"The harbour crane lifts forty tonnes.", filename="crane.txt")
+    hit = kb.search("harbour crane", k=1)[0]
+    assert hit.section == "" and sources_from_hits([hit])[0].section_trail == ""
+
+
+def test_the_section_is_stored_with_the_vector_so_a_lost_catalog_gets_it_back(kb):
+    from ragkit.integrity import documents_from_vectors, vectors_by_document
+
+    result = kb.ingest(HANDBOOK_MD.encode(), filename="handbook.md")
+    grouped = vectors_by_document(kb.indexer.store, {result.document.id})
+    _, passages = documents_from_vectors(grouped[result.document.id])
+    stored = kb.indexer.catalog.passages_of(result.document.id)
+    assert [p.section for p in passages] == [p.section for p in stored]
+    assert any(p.section == "Staff Handbook > Safety > Fire exits" for p in passages)
+
+
+def test_a_catalog_from_before_section_paths_is_migrated_and_its_passages_have_none(tmp_path):
+    from ragkit.catalog import MIGRATIONS, Catalog, _passage_sections
+    from ragkit.db import apply_migrations, open_database
+
+    assert MIGRATIONS[-1] is _passage_sections  # appended, never an edit of an applied one
+    path = tmp_path / "registry.sqlite3"
+    apply_migrations(open_database(path), "catalog", MIGRATIONS[:-1])
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO documents (id, filename, title, doc_type, content_hash, version, tags, size_bytes, "
+                     "pages, chunks, tokens, created_at, updated_at, source, title_from) VALUES "
+                     "('old1', 'a.md', 'A', 'md', 'ab12', 1, '[]', 3, 1, 1, 4, 0, 0, 'a.md', 'file')")
+        conn.execute("INSERT INTO passages (id, doc_id, version, position, page, start_char, end_char, tokens, "
+                     "text, terms) VALUES ('old1-v1-0', 'old1', 1, 0, 1, 0, 12, 4, 'Old passage.', 'old passage')")
+    catalog = Catalog(path)
+    try:
+        [passage] = catalog.passages_of("old1")
+        assert passage.text == "Old passage." and passage.section == ""
+    finally:
+        catalog.close()
+
+
+def test_the_exported_conversation_names_each_sources_section(settings, kb):
+    from ragkit.chat import ChatEngine
+
+    kb.ingest(HANDBOOK_MD.encode(), filename="handbook.md")
+    engine = ChatEngine(settings, kb)
+    turn = engine.ask("s1", "Where are the fire exits?")
+    assert any(s.section_trail == "Staff Handbook › Safety › Fire exits" for s in turn.sources)
+    exported = engine.history.export_markdown("s1")
+    assert "Staff Handbook › Safety › Fire exits" in exported
+
+
+def test_the_trail_drops_empty_parts():
+    assert section_trail("A > B > C") == "A › B › C"
+    assert section_trail("") == ""
