@@ -257,8 +257,10 @@ def render_source(source: Source, query: str, numbered: bool = True, key: str = 
     from pages._viewer import source_button
 
     st.markdown(source_heading(source, bold=True, numbered=numbered))
-    if source.section_trail:  # where in the document: the headings above the passage
-        st.caption(f":material/segment: {escape_line(source.section_trail)}")
+    # where in the document: the headings above the passage (not a path that only repeats the
+    # title); body text, not a caption: a caption's grey falls below WCAG AA contrast
+    if source.section_trail and source.section_trail != source.title:
+        st.markdown(f":material/segment: {escape_line(source.section_trail)}")
     if source.web:
         st.caption("A web search result: not in your documents, not added to them.")
     elif key:

@@ -355,5 +355,5 @@ def test_a_source_shows_the_section_it_stands_under_above_the_passage(app):
     chat.set_value("Where are the fire exits?").run()
     settle(app)
     panel = next(e for e in app.expander if e.label.startswith(":material/attach_file: Sources"))
-    trails = [shown(c.value) for c in panel.caption]
+    trails = [shown(c.value) for c in panel.markdown]
     assert any("Staff Handbook › Safety › Fire exits" in trail for trail in trails)
