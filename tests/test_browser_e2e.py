@@ -195,7 +195,9 @@ def test_the_document_panel_follows_the_document_through_save_upload_and_delete(
     expect(selected).to_have_count(1)
     expect(selected).to_contain_text("report_en.pdf")
 
-    page.get_by_role("button", name="Delete document").click()
+    delete = page.get_by_role("button", name="Delete document")
+    expect(delete).to_have_count(1)  # the rerun after the upload has replaced the panel drawn before it
+    delete.click()
     confirm = page.get_by_role("button", name="Yes, delete")
     expect(page.get_by_text("Delete report_en.pdf and its")).to_be_visible()
     confirm.click()
