@@ -166,6 +166,10 @@ def test_a_hop_is_kept_for_what_it_says_about_its_bridge_not_for_naming_it():
     assert not hops_kept(question, [fire, corby], {"notr": 0.1, "dame": 0.1})
 
 
+def test_a_chinese_question_joining_the_thing_asked_for_is_no_comparison():
+    assert comparison_sides("T-92理想上可与什么一起串联，组成完整防空火网？") is None
+
+
 def test_rounds_merge_by_passage_keeping_the_best_score():
     def hit(position, score):
         return Hit(Passage("t", 1, position, 0, 1, 1, doc_id="d"), "t", "t.txt", "txt", score)

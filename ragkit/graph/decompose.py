@@ -31,6 +31,7 @@ _ZH_CHOICE = re.compile(r"^(?P<a>[^，,和与及跟]+?)(?:和|与|跟|及)(?P<b>
 _ZH_BOTH = re.compile(rf"^(?P<a>[{CJK_CHAR}A-Za-z0-9]+?)(?:和|与|跟)(?P<b>[{CJK_CHAR}A-Za-z0-9]+?)"
                       r"(?P<rest>(?:是否|是不是|都|的).+)$")
 _ZH_ROLE = re.compile(r"^(?:作曲家|诗人|画家|作家|歌手|乐队|公司|学校)")
+_ZH_ASKING = re.compile(r"什么|哪|谁|怎么|多少|几")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ def comparison_sides(question: str) -> Comparison | None:
             return None
         sides = tuple(_ZH_ROLE.sub("", side).strip() for side in (match["a"], match["b"]))
         rest = match["rest"]
+        if any(_ZH_ASKING.search(side) for side in sides):
+            return None  # "T-92可与什么一起串联": 与 joins the thing asked for, not two compared things
         return Comparison(sides, rest) if all(len(s) >= 2 for s in sides) else None
     match = _EN_CHOICE.match(text)
     if match:
