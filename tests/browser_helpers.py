@@ -91,19 +91,20 @@ def nav_links(page):
 
 def go(page, name: str, attempts: int = 4) -> None:
     """Open a page from the sidebar navigation and wait for its heading. A click that lands
-    while the app redraws the page after a rerun can be lost (a user clicks again): so does this."""
+    while the app redraws the page after a rerun can be lost (a user clicks again): so does
+    this. The heading is what is waited on: Chat's address ("/") is a prefix of every
+    page's, so an address check would pass on a lost click."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    url = f"**/{'' if name == 'Chat' else name.lower()}*"
+    heading = page.get_by_role("heading", name=HEADINGS[name], exact=True)
     for attempt in range(attempts):
         nav_links(page).filter(has_text=name).click()
         try:
-            page.wait_for_url(url, timeout=15_000)
-            break
+            heading.wait_for(timeout=30_000)
+            return
         except PlaywrightTimeout:
             if attempt == attempts - 1:
                 raise
-    page.get_by_role("heading", name=HEADINGS[name], exact=True).wait_for()
 
 
 def upload(page, *paths) -> None:
