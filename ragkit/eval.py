@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Settings
-from .graph.state import CHAT_MODES
 
 SPLIT_SEED = 2026
 
@@ -295,6 +294,8 @@ def mode_comparison(engine, items: list[QAItem], report) -> dict:
     question asked in both modes one right after the other, the order alternating from one
     question to the next so that neither mode always pays for a cold cache or a busy moment.
     Ends with ``agentic_to_default_p50``: agentic's median latency over default's."""
+    from .graph.state import CHAT_MODES  # here: importing the graph takes seconds, and the bench imports this module
+
     asked: dict[str, list[tuple[str, float]]] = {mode: [] for mode in CHAT_MODES}
     for number, item in enumerate(items):
         order = CHAT_MODES if number % 2 == 0 else tuple(reversed(CHAT_MODES))
