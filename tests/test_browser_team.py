@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from playwright.sync_api import expect
 
 from browser_helpers import (  # noqa: F401 (fixtures)
     ask,
@@ -53,7 +54,7 @@ def test_a_document_uploaded_through_one_replica_is_found_through_the_other(repl
     page.goto(replica_b)  # B is open before anything is added
     page.get_by_placeholder("Ask a question about your documents").wait_for()
     go(page, "Documents")
-    page.get_by_text("No documents in Default yet.").wait_for()
+    expect(page.get_by_text("No documents in Default yet.")).to_be_visible()
 
     in_a = page.context.new_page()
     in_a.set_default_timeout(120_000)  # as the page fixture's tab: a replica's first page loads the model
@@ -66,12 +67,14 @@ def test_a_document_uploaded_through_one_replica_is_found_through_the_other(repl
     page.reload()  # B, unrestarted, lists it
     page.get_by_role("heading", name="Documents", exact=True).wait_for()
     table_row_of(page, "report_en.pdf")
-    page.get_by_text("Default · 1 document").wait_for()
+    expect(page.get_by_text("Default · 1 document")).to_be_visible()
+    expect(page.get_by_text("No documents in Default yet.")).to_have_count(0)
     shot(page, "team-replica-b-documents")
 
     go(page, "Chat")
     ask(page, "Who founded Aurora Analytics?")
     answer = page.get_by_test_id("stChatMessage").last
-    answer.get_by_text("Marta Silva").first.wait_for()
-    answer.get_by_text("report_en.pdf · page 1").first.wait_for()  # cited from the document A added
+    expect(answer).to_contain_text("Marta Silva")
+    expect(answer).to_contain_text("report_en.pdf · page 1")  # cited from the document A added
+    expect(answer).not_to_contain_text("I could not find this in your documents.")
     shot(page, "team-replica-b-answer")
