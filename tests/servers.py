@@ -190,15 +190,20 @@ class ChromaServer:
 
     def stop(self, keep_files: bool = False) -> None:
         """Stop the server (and delete its data unless ``keep_files``)."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
         if not keep_files:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def stop_process_group(process: subprocess.Popen | None) -> None:
+    """Stop a server started in its own session and its children: SIGTERM, then SIGKILL after 20 s."""
+    if process is not None and process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def start_chroma() -> ChromaServer:
@@ -284,13 +289,7 @@ class TokenProxy:
 
     def stop(self) -> None:
         """Stop nginx and delete its files."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
