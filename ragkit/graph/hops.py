@@ -78,8 +78,8 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
         links, evidence, queries, searched = bridge_round(state, context, number)
         first_evidence = state.first_evidence
     all_links = [*state.links, *links]
-    bridges = find_bridges(state, context, links, all_links)
     idf = context.passages.idf(state.standalone_question)
+    bridges = find_bridges(state, context, links, all_links, idf)
     single = not bridges and len(state.sub_questions) == 1 and not hops_kept(state.standalone_question, all_links,
                                                                              idf)
     # a single hop goes to the default path's grade, which judges it: not graded twice
@@ -155,7 +155,8 @@ def bridge_round(state: RagState, context: RagContext, number: int) -> tuple[lis
     return links, evidence, queries, "; ".join(f"“{b.entity}”" for b in state.bridges)
 
 
-def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all_links: list[HopLink]) -> list[Bridge]:
+def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all_links: list[HopLink],
+                 idf: dict[str, float]) -> list[Bridge]:
     """What the next round searches: the documents the new passages name by title (not on
     the chain yet); failing those, for a question with hop structure, the names the new
     passages hold that the question does not. At most ``settings.agentic_bridges``.
@@ -163,8 +164,7 @@ def find_bridges(state: RagState, context: RagContext, links: list[HopLink], all
     already answers the question leads nowhere further."""
     if state.rounds + 1 >= context.settings.agentic_rounds:
         return []
-    question = state.standalone_question
-    if len(state.sub_questions) == 1 and not left_unsaid(question, all_links, context.passages.idf(question)):
+    if len(state.sub_questions) == 1 and not left_unsaid(state.standalone_question, all_links, idf):
         return []
     titles = context.passages.document_titles(state.filters)
     chained = {link.hit.doc_id for link in all_links}
