@@ -25,11 +25,10 @@ from ..llm import ModelChoice
 from ..retrieval import SearchFilters
 from . import events, prompts
 from .budget import structured_reply
-from .chain import ChainReply, ask_chain, judges_now
+from .chain import ChainReply, NotUseful, ask_chain, judges_now
 from .context import RagContext
 from .grading import PASSAGES_GRADED, coverage
 from .memory import memory_rewrite
-from .model_io import UnusableAnswer
 from .rounds import scope
 from .state import RagState, elapsed_ms, language, step
 
@@ -184,7 +183,7 @@ def model_rewrite(context: RagContext, state: RagState, question: str, history: 
         rewrite = clean_rewrite(structured_reply(context, choice, messages, "standalone_question"))
         problem = plausible_rewrite(rewrite, question, history)
         if problem:
-            raise UnusableAnswer(f"its rewrite “{rewrite[:60]}” was not usable: {problem}")
+            raise NotUseful(f"its rewrite “{rewrite[:60]}” was not usable: {problem}")
         return rewrite
 
     reply = ask_chain(context, state, "rewrite", rewrite_by)
