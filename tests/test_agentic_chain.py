@@ -274,3 +274,17 @@ def test_a_failing_provider_leaves_the_side_missing_and_says_why(settings, kb, m
     web_step = trace(turn)["Searched the web"]
     assert web_step.startswith("“Wrayburn Spire Which is taller”: failed: ") and reason in web_step
     assert "214 metres" in turn.answer  # what is known is still answered
+
+
+def test_with_a_model_the_web_hop_is_in_the_prompt_and_cited_as_web(settings, lovelace_only):
+    reply = Reply("The Analytical Engine was designed by Charles Babbage [1], who was born in London [2].")
+    with SearxServer(BABBAGE_WEB) as searx, ScriptedOpenAIServer(scripted(answer=reply)) as server:
+        engine = ChatEngine(llm_settings(settings, server.base_url, web_search_url=searx.url, model_judge="off"),
+                            lovelace_only)
+        turn = engine.ask("m", LOVELACE, mode="agentic")
+        prompt = [body for body in server.requests if kind(body) == "answer"][-1]["messages"][-1]["content"]
+    assert len(searx.queries) == 1
+    assert "Charles Babbage was born in London in 1791." in prompt and "Hops followed" in prompt
+    assert turn.mode == "llm" and [(s.filename, s.web) for s in turn.sources if s.cited] == [
+        ("ada.txt", False), ("en.wikipedia.org", True)]
+    assert "the sources marked web are web search results" in turn.answer
