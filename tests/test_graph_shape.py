@@ -45,7 +45,6 @@ def test_the_graph_has_these_edges_and_routes():
         ("hop_round", "grade", True), ("extract_hops", "record", True), ("extract_hops", "note_web", True),
         ("hop_round", "web_hops", True), ("web_hops", "hop_round", True), ("web_hops", "extract_hops", True),
         ("web_hops", "generate", True), ("web_hops", "grade", True),
-        ("hop_round", "not_found", True), ("web_hops", "not_found", True),
         ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),
         ("grade", "not_found", True), ("rewrite_query", "retrieve", True), ("rewrite_query", "not_found", True),

@@ -4,8 +4,8 @@
           route ─(agentic: small talk, thanks, about the app)→ direct → record
           contextualize ─(agentic)→ plan → hop_round ⟲ (bridges left, rounds left)
           hop_round ─┬─ a chain of hops or a comparison → extract_hops → record (or generate)
-                     ├─ ... covering none of its parts → not_found
-                     ├─ a part missing, web configured → web_hops → extract_hops (or generate, grade, not_found)
+                     ├─ ... covering none of its parts → grade (the first round's passages)
+                     ├─ a part missing, web configured → web_hops → extract_hops (or generate, grade)
                      └─ a single hop ──────────────────→ grade (the default path from here)
     grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
@@ -89,9 +89,9 @@ def build_graph():
     graph.add_conditional_edges("contextualize", after_contextualize, ["plan", "retrieve"])
     graph.add_edge("plan", "hop_round")
     graph.add_conditional_edges("hop_round", after_hop_or_web,
-                                ["hop_round", "extract_hops", "generate", "grade", "not_found", "web_hops"])
+                                ["hop_round", "extract_hops", "generate", "grade", "web_hops"])
     graph.add_conditional_edges("web_hops", after_web_hops,
-                                ["hop_round", "extract_hops", "generate", "grade", "not_found"])
+                                ["hop_round", "extract_hops", "generate", "grade"])
     graph.add_conditional_edges("extract_hops", after_check, ["note_web", "record"])
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")

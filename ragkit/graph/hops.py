@@ -2,7 +2,7 @@
 
     contextualize → plan → hop_round ─┬─ bridges left, rounds left → hop_round
                                       ├─ a chain of hops or a comparison → extract_hops / generate
-                                      │   (not_found when its evidence covers none of its parts)
+                                      │   (covering none of its parts: grade, as a single hop)
                                       └─ one passage enough (single hop) → grade (default path)
 
 - ``plan``: a comparison ("Which is older, X or Y?") becomes one self-contained
@@ -95,7 +95,11 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
     if parts:
         trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
                                                f"({p.reason})" for p in parts))
-    hits = answer_evidence(replace(state, links=all_links, evidence=evidence, first_evidence=first_evidence),
+    if parts and not bridges and not covers_a_part(replace(state, parts=parts)):
+        trace += step("Hops not kept", "the hops cover no part of the question: the first round's passages are "
+                      "graded, as the default path grades them")
+    hits = answer_evidence(replace(state, links=all_links, evidence=evidence, first_evidence=first_evidence,
+                                   parts=parts),
                            context.settings.agentic_evidence, idf)
     return {"rounds": number, "links": all_links, "bridges": bridges, "evidence": evidence, "parts": parts,
             "first_evidence": first_evidence,
@@ -276,19 +280,25 @@ def deepest(links: list[HopLink]) -> HopLink | None:
 
 
 def after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["hop_round", "extract_hops", "generate",
-                                                                       "grade", "not_found"]:
+                                                                       "grade"]:
     """Another round while bridges are left (the round cap is applied when they are found);
-    then a chain or a comparison is answered from its hops (not found when the evidence
-    covers none of its parts), a single hop by the default path."""
+    then a chain or a comparison is answered from its hops, a single hop by the default
+    path; so is a chain or comparison whose hops cover none of its parts (they are no
+    better evidence than the first round, which the default path grades: "not found" there
+    when it does not answer either)."""
     if state.bridges:
         return "hop_round"
     question = state.standalone_question
     context = runtime.context
-    if len(state.sub_questions) > 1 or hops_kept(question, state.links, context.passages.idf(question)):
-        if not any(part.sufficient for part in state.parts) and not context.always_answer:
-            return "not_found"
+    if covers_a_part(state) and (len(state.sub_questions) > 1
+                                 or hops_kept(question, state.links, context.passages.idf(question))):
         return "generate" if context.choice(state).generated else "extract_hops"
     return "grade"
+
+
+def covers_a_part(state: RagState) -> bool:
+    """False when the parts were judged and none is covered by the evidence."""
+    return not state.parts or any(part.sufficient for part in state.parts)
 
 
 def chain(links: list[HopLink]) -> list[HopLink]:
@@ -306,7 +316,8 @@ def answer_evidence(state: RagState, limit: int, idf: dict[str, float]) -> list[
     """The passages the answer draws on: the chain (or each side's passage) first, then the
     rest of the evidence by score; at most ``limit``. A single hop (no hop kept): the
     first round's passages as the default path focused them."""
-    if len(state.sub_questions) <= 1 and not hops_kept(state.standalone_question, state.links, idf):
+    if not covers_a_part(state) or (len(state.sub_questions) <= 1
+                                    and not hops_kept(state.standalone_question, state.links, idf)):
         return state.first_evidence[:limit]
     first: list[Hit] = []
     for link in (state.links if len(state.sub_questions) > 1 else chain(state.links)):

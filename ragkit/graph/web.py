@@ -211,7 +211,7 @@ def with_web_link(state: RagState, links: list[HopLink], index: int, query: str,
 
 
 def after_hop_or_web(state: RagState, runtime: Runtime[RagContext]) -> Literal[
-        "hop_round", "extract_hops", "generate", "grade", "not_found", "web_hops"]:
+        "hop_round", "extract_hops", "generate", "grade", "web_hops"]:
     """``hops.after_hop``, with the web searched for a part the rounds left missing."""
     following = after_hop(state, runtime)
     if following != "hop_round" and searches_web(state, runtime.context) and uncovered(state, runtime.context):
@@ -220,7 +220,7 @@ def after_hop_or_web(state: RagState, runtime: Runtime[RagContext]) -> Literal[
 
 
 def after_web_hops(state: RagState, runtime: Runtime[RagContext]) -> Literal[
-        "hop_round", "extract_hops", "generate", "grade", "not_found"]:
+        "hop_round", "extract_hops", "generate", "grade"]:
     """The hop-by-hop answer from the evidence with the web's results (not found when it
     still covers none of the parts); a chain the web did not extend is answered from its
     first round, as the default path answers."""
