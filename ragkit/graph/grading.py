@@ -147,9 +147,11 @@ def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]
     return float(similarities[best]), shortlist[best]
 
 
-def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings) -> Grade:
+def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings,
+                  about: tuple[str, ...] = ()) -> Grade:
     """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
-    in ``settings``."""
+    in ``settings``. ``about``: names that stand for the question's subject too (a chain's
+    bridges: the date a chain asks for is said about the thing its last hop reached)."""
     cjk = is_cjk_text(question)
     threshold = settings.grade_threshold_cjk if cjk else settings.grade_threshold_latin
     graded = hits[:PASSAGES_GRADED]
@@ -157,7 +159,7 @@ def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, 
         return Grade(0.0, threshold, "offline", "no passage matched the question")
     if wants_number(question) and not any(holds_number(hit.text) for hit in graded):
         return Grade(0.0, threshold, "offline", "the question asks for a date or number and no passage holds one")
-    if says_asked_kind(question, graded, idf) is False:
+    if says_asked_kind(question, graded, idf, about) is False:
         kind = answer_type(question)
         return Grade(0.0, threshold, "offline",
                      f"the question asks for a {kind} and no passage says one about its subject")
@@ -190,11 +192,12 @@ SUBJECT_WORDS = 2  # the question's rarest words stand for its subject
 GATED_KINDS = (DATE, NUMBER)
 
 
-def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bool | None:
+def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = ()) -> bool | None:
     """Whether a passage says a thing of the kind the question asks for (a date or a number:
     see answer_types and GATED_KINDS) about the question's subject, not only names the
     subject: the same sentence must hold one of the question's rarest words and such a
-    thing. English only; None when the question asks for no kind this can check."""
+    thing (or one of the names ``about``). English only; None when the question asks for no
+    kind this can check."""
     kind = answer_type(question)
     if kind not in GATED_KINDS or is_cjk_text(question):
         return None
@@ -204,10 +207,15 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bo
     for hit in hits:
         titled = bool(tokens & set(search_tokens(hit.section)))  # a passage under the subject's heading
         for sentence in split_sentences(hit.text):
-            about = titled or tokens & set(search_tokens(sentence.text))
-            if about and typed_spans(sentence.text, kind, question):
+            said = titled or tokens & set(search_tokens(sentence.text)) or _names_any(sentence.text, about)
+            if said and typed_spans(sentence.text, kind, question):
                 return True
     return False
+
+
+def _names_any(text: str, names: tuple[str, ...]) -> bool:
+    folded = text.lower()
+    return any(name.lower() in folded for name in names)
 
 
 def wants_number(question: str) -> bool:
