@@ -54,6 +54,10 @@ CJK_ANSWER_KIND_WORDS = frozenset("品种 种类 类型 名字 名称 价格 价
 CJK_NUMBER_QUESTION = re.compile(
     r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间"
 )
+# Openings that point back at the sentence before: its subject is this one's.
+_REFERS_BACK = re.compile(
+    r"(?:it|its|this|these|that|those|he|his|she|her|they|their|the\s+(?:same|latter|former))\b|[其该此它他她这]",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -69,11 +73,14 @@ class Weights:
     keep_ratio: float  # further sentences must score at least this share of the best
     add_next_sentence: bool
     split_budget: float = 0.0  # >0: the best sentence takes at most this share when a runner-up is close
+    local_rarity: bool = False  # English: question words also weighted by their rarity among the candidates
+    carry: float = 0.0  # share of the question words a sentence that refers back gets from the one before
+    new_words_only: bool = False  # further sentences must say a question word the quoted ones lack, or the kind asked
 
 
 SEMANTIC_SHORTLIST = 16
-CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True)
-LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6)
+CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True, new_words_only=True)
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6, local_rarity=True, carry=0.5)
 MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
@@ -118,13 +125,21 @@ def _candidates(hits: list[Hit]) -> list[Candidate]:
     return found
 
 
-def _lexical_scores(question_tokens: list[str], candidates: list[Candidate], idf: dict[str, float]) -> None:
-    """Share of the question's IDF-weighted search tokens each sentence contains (English)."""
+def _lexical_scorer(question_tokens: list[str], idf: dict[str, float],
+                    candidates: list[Candidate] | None = None) -> Callable[[str], float]:
+    """Share of the question's IDF-weighted search tokens a text contains (English). With
+    ``candidates``, each token's weight is also scaled by its rarity among them: the subject
+    every retrieved sentence names says less about which one answers than the word only
+    the answering sentence shares with the question."""
     wanted = set(question_tokens)
     weights = {t: idf.get(t, 1.0) for t in wanted}
+    if candidates:
+        token_sets = [set(search_tokens(c.text)) for c in candidates]
+        total = len(token_sets)
+        weights = {t: w * math.log(1 + total / (1 + sum(t in tokens for tokens in token_sets)))
+                   for t, w in weights.items()}
     mass = sum(weights.values()) or 1.0
-    for candidate in candidates:
-        candidate.lexical = sum(weights[t] for t in wanted & set(search_tokens(candidate.text))) / mass
+    return lambda text: sum(weights[t] for t in wanted & set(search_tokens(text))) / mass
 
 
 def question_words(question: str) -> list[str]:
@@ -151,7 +166,7 @@ def _word_credit(word: str, text: str) -> float:
     return 0.5 * sum(b in text for b in bigrams) / len(bigrams)
 
 
-def _local_lexical_scores(question: str, candidates: list[Candidate]) -> None:
+def _local_lexical_scorer(question: str, candidates: list[Candidate]) -> Callable[[str], float]:
     """Chinese: each question word weighted by its rarity among the candidate sentences
     themselves (the topic word every retrieved sentence shares says nothing about which
     one answers) and counted once, not once per overlapping bigram."""
@@ -160,8 +175,30 @@ def _local_lexical_scores(question: str, candidates: list[Candidate]) -> None:
     total = len(texts) or 1
     weights = {w: math.log(1 + total / (1 + sum(w in text for text in texts))) for w in words}
     mass = sum(weights.values()) or 1.0
-    for candidate, text in zip(candidates, texts):
-        candidate.lexical = sum(weight * _word_credit(word, text) for word, weight in weights.items()) / mass
+    return lambda text: sum(weight * _word_credit(word, text.lower()) for word, weight in weights.items()) / mass
+
+
+def refers_back(text: str) -> bool:
+    """True when a sentence opens by pointing back at what the sentence before it named
+    ("It was founded in 1986", "His book…", "This mural is known as…", "该园…", "其…")."""
+    return bool(_REFERS_BACK.match(text))
+
+
+def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], carry: float) -> None:
+    """Each sentence's lexical score; one that refers back (``refers_back``) is also scored
+    with the sentence before it, whose subject it speaks of, and gets ``carry`` of the gain:
+    "It was founded in 1986" answers "When was the Kroc Institute founded?" after the
+    sentence naming the institute."""
+    for candidate in candidates:
+        candidate.lexical = score(candidate.text)
+    if not carry:
+        return
+    before = {(c.source_index, c.order): c for c in candidates}
+    for candidate in candidates:
+        previous = before.get((candidate.source_index, candidate.order - 1))
+        if previous is not None and refers_back(candidate.text):
+            joined = score(previous.text + " " + candidate.text)
+            candidate.lexical += carry * max(0.0, joined - candidate.lexical)
 
 
 def _mark_answer_spans(question: str, candidates: list[Candidate]) -> None:
@@ -241,10 +278,9 @@ def extractive_answer(
     question_tokens = search_tokens(question)
     candidates = _candidates(hits)
     wording = asked if asked and search_tokens(asked) else question
-    if weights.lexical_local:
-        _local_lexical_scores(wording, candidates)
-    else:
-        _lexical_scores(search_tokens(wording), candidates, idf or {})
+    scorer = (_local_lexical_scorer(wording, candidates) if weights.lexical_local
+              else _lexical_scorer(search_tokens(wording), idf or {}, candidates if weights.local_rarity else None))
+    _lexical_scores(candidates, scorer, weights.carry)
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
     _mark_answer_spans(question, candidates)
@@ -285,6 +321,8 @@ def _select(
             break
         if any(candidate is existing for existing, _ in chosen):
             continue
+        if chosen and weights.new_words_only and not adds_to(chosen, candidate, question_tokens):
+            continue
         if not chosen:
             runner_up = next((c for c in ranked if c is not candidate), None)
             if weights.split_budget and runner_up is not None and \
@@ -300,6 +338,16 @@ def _select(
         elif weights.split_budget and room >= MIN_WINDOW:
             take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
     return chosen
+
+
+def adds_to(chosen: list[tuple[Candidate, str]], candidate: Candidate, question_tokens: set[str]) -> bool:
+    """True when ``candidate`` says one of the question's words the ``chosen`` quotes do not,
+    or a thing of the kind asked when none of them holds one: otherwise quoting it only
+    repeats what the answer already says about the subject."""
+    said = set().union(*(search_tokens(text) for _, text in chosen))
+    if (question_tokens - said) & set(search_tokens(candidate.text)):
+        return True
+    return bool(candidate.answer_spans) and not any(existing.answer_spans for existing, _ in chosen)
 
 
 def _next_sentence(candidates: list[Candidate], candidate: Candidate) -> Candidate | None:
