@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from ..answer_types import DATE, NUMBER, answer_type, typed_spans
+from ..answer_types import answer_type, kind_naming_words, says_kind
 from ..config import Settings
-from ..extractive import CJK_ANSWER_KIND_WORDS, CJK_NUMBER_QUESTION, _word_credit, question_words
+from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
 
@@ -70,23 +70,17 @@ class EvidenceVerdict(BaseModel):
 
 # "How much / how many" only asks for an amount: "much" and "many" are no words a passage must say.
 _HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b", re.IGNORECASE)
-# English nouns (stemmed) that name the kind of thing asked ("What does it cost?", "What is the
-# name of..."): like CJK_ANSWER_KIND_WORDS, credited when a passage has them, never missed.
-LATIN_ANSWER_KIND_WORDS = frozenset(search_tokens("cost price name kind type"))
 
 
 def question_terms(question: str) -> tuple[list[str], frozenset[str]]:
     """The question's informative words (Chinese jieba words, or English stems), each once
-    in question order, and those of them that only name the kind of answer asked for."""
+    in question order, and those of them that only name the kind of answer asked for
+    (``answer_types.kind_naming_words``: credited when a passage has them, never missed)."""
     if is_cjk_text(question):
         words = question_words(question)
-        kinds = {word for word in words if word in CJK_ANSWER_KIND_WORDS}
-        # a word right before a kind noun narrows the kind ("茶叶品种", tea varieties): the answer
-        # names one ("大红袍") without repeating it
-        kinds |= {word for word in words for kind in kinds if word + kind in question}
-        return words, frozenset(kinds)
-    tokens = list(dict.fromkeys(search_tokens(_HOW_MUCH.sub("how", question))))
-    return tokens, frozenset(token for token in tokens if token in LATIN_ANSWER_KIND_WORDS)
+    else:
+        words = list(dict.fromkeys(search_tokens(_HOW_MUCH.sub("how", question))))
+    return words, kind_naming_words(words, question)
 
 
 def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
@@ -136,7 +130,9 @@ def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]
     """The highest embedding similarity between the question and a sentence of the hits
     (among the sentences sharing most words with it), and that sentence."""
     wanted = set(search_tokens(question))
-    sentences = [span.text for hit in hits for span in split_sentences(hit.text) if len(span.text) > 12]
+    # a Markdown heading is a label: a question resembles its subject's title without being answered by it
+    sentences = [span.text for hit in hits for span in split_sentences(hit.text)
+                 if len(span.text) > 12 and not span.text.lstrip().startswith("#")]
     if not sentences or embed is None:
         return 0.0, ""
     sentences.sort(key=lambda s: -len(wanted & set(search_tokens(s))))
@@ -147,26 +143,63 @@ def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]
     return float(similarities[best]), shortlist[best]
 
 
+@dataclass(frozen=True)
+class GradeParts:
+    """What the offline grade measures of the evidence before any threshold is applied."""
+
+    cjk: bool
+    empty: bool  # no passage to grade
+    number_missing: bool  # a date or number is asked for and no passage holds one
+    kind: str | None  # the kind of answer asked for (answer_types)
+    kind_said: bool | None  # a sentence near the subject says a thing of that kind (None: not checked)
+    share: float  # word coverage of the best passage
+    where: int  # that passage's index
+
+
+def grade_parts(question: str, hits: list[Hit], idf: dict[str, float]) -> GradeParts:
+    """The threshold-free measures of the best ``PASSAGES_GRADED`` hits for ``question``."""
+    graded = hits[:PASSAGES_GRADED]
+    cjk = is_cjk_text(question)
+    if not graded:
+        return GradeParts(cjk, True, False, None, None, 0.0, -1)
+    number_missing = wants_number(question) and not any(holds_number(hit.text) for hit in graded)
+    share, where = coverage(question, graded, idf)
+    return GradeParts(cjk, False, number_missing, answer_type(question), says_asked_kind(question, graded, idf),
+                      share, where)
+
+
 def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings) -> Grade:
     """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
     in ``settings``."""
-    cjk = is_cjk_text(question)
-    threshold = settings.grade_threshold_cjk if cjk else settings.grade_threshold_latin
-    graded = hits[:PASSAGES_GRADED]
-    if not graded:
+    parts = grade_parts(question, hits, idf)
+    decided = parts.empty or parts.number_missing or kind_unsaid(parts, settings)
+    similarity, sentence = (0.0, "") if parts.cjk or decided else \
+        closest_sentence(question, hits[:PASSAGES_GRADED], embed)
+    return grade_from_parts(parts, similarity, sentence, settings)
+
+
+def kind_unsaid(parts: GradeParts, settings: Settings) -> bool:
+    """True when the question asks for a kind of thing the grade checks (``grade_kinds_cjk``,
+    ``grade_kinds_latin``) and no passage says one near its subject."""
+    checked = settings.grade_kinds_cjk if parts.cjk else settings.grade_kinds_latin
+    return parts.kind in checked and parts.kind_said is False
+
+
+def grade_from_parts(parts: GradeParts, similarity: float, sentence: str, settings: Settings) -> Grade:
+    """The grade from its measures (``grade_parts``, and the closest sentence's similarity for
+    English) against the thresholds in ``settings``."""
+    threshold = settings.grade_threshold_cjk if parts.cjk else settings.grade_threshold_latin
+    if parts.empty:
         return Grade(0.0, threshold, "offline", "no passage matched the question")
-    if wants_number(question) and not any(holds_number(hit.text) for hit in graded):
+    if parts.number_missing:
         return Grade(0.0, threshold, "offline", "the question asks for a date or number and no passage holds one")
-    if says_asked_kind(question, graded, idf) is False:
-        kind = answer_type(question)
+    if kind_unsaid(parts, settings):
         return Grade(0.0, threshold, "offline",
-                     f"the question asks for a {kind} and no passage says one about its subject")
-    share, where = coverage(question, graded, idf)
-    by_words = Grade(round(share, 3), threshold, "offline",
-                     f"passage {where + 1} contains {share:.0%} of the question's key words")
-    if cjk:
+                     f"the question asks for a {parts.kind} and no passage says one about its subject")
+    by_words = Grade(round(parts.share, 3), threshold, "offline",
+                     f"passage {parts.where + 1} contains {parts.share:.0%} of the question's key words")
+    if parts.cjk:
         return by_words
-    similarity, sentence = closest_sentence(question, graded, embed)
     by_meaning = Grade(round(similarity, 3), settings.grade_similarity_threshold, "offline",
                        f"closest sentence similarity {similarity:.2f}: “{_clip(sentence)}”")
     return max(by_words, by_meaning, key=lambda grade: grade.margin)
@@ -182,32 +215,45 @@ _NUMBER_IN_TEXT = re.compile(
 
 
 SUBJECT_WORDS = 2  # the question's rarest words stand for its subject
-# Person and place names are found by capitals, which misses answers such as "the bishop": measured on
-# the shared English set, gating "who / where" questions on them turned answerable questions into "not
-# found" (answered 0.912 -> 0.832, balanced 0.824 -> 0.814), so only dates and numbers are gated.
-# In Chinese, the same check by passage lowered the shared set's answered share (0.953 -> 0.941) for no
-# gain in "not found" (0.900 -> 0.904): Chinese questions keep only the "no number at all" cue.
-GATED_KINDS = (DATE, NUMBER)
 
 
 def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bool | None:
-    """Whether a passage says a thing of the kind the question asks for (a date or a number:
-    see answer_types and GATED_KINDS) about the question's subject, not only names the
-    subject: the same sentence must hold one of the question's rarest words and such a
-    thing. English only; None when the question asks for no kind this can check."""
+    """Whether a passage says a thing of the kind the question asks for (a date, a number, a
+    person, a place: ``answer_types.says_kind``) near the question's subject, not only names
+    the subject: in a sentence that holds one of the question's rarest words (a rare word no
+    passage says, such as "chef" in "Who is the head chef of Orbital Kitchen?", is what the
+    question asks about and stays one), or right after one (which may refer to the subject as
+    "it" or "他"), or anywhere in a passage under the subject's heading. None when the question
+    asks for no kind this can check."""
     kind = answer_type(question)
-    if kind not in GATED_KINDS or is_cjk_text(question):
+    if kind is None:
         return None
+    cjk = is_cjk_text(question)
     words, kind_words = question_terms(question)
-    subject = [word for word in words if word not in kind_words]  # stable sort: ties keep question order
-    tokens = set(sorted(subject, key=lambda token: -idf.get(token, 1.0))[:SUBJECT_WORDS])
+    subject = [word for word in words if word not in kind_words]
+    if not subject:
+        return None
+    rarity = (lambda word: word_idf(word, idf)) if cjk else (lambda word: idf.get(word, 1.0))
+    rarest = sorted(subject, key=lambda word: -rarity(word))[:SUBJECT_WORDS]  # stable: ties keep question order
     for hit in hits:
-        titled = bool(tokens & set(search_tokens(hit.section)))  # a passage under the subject's heading
+        titled = names_any(rarest, hit.section, cjk)
+        after_naming = False
         for sentence in split_sentences(hit.text):
-            about = titled or tokens & set(search_tokens(sentence.text))
-            if about and typed_spans(sentence.text, kind, question):
+            named = titled or names_any(rarest, sentence.text, cjk)
+            if (named or after_naming) and says_kind(sentence.text, kind, question):
                 return True
+            after_naming = named
     return False
+
+
+def names_any(words: list[str], text: str, cjk: bool) -> bool:
+    """True when ``text`` says one of ``words`` (Chinese: wholly or in pieces)."""
+    if not text:
+        return False
+    if cjk:
+        folded = text.lower()
+        return any(_word_credit(word, folded) > 0 for word in words)
+    return bool(set(words) & set(search_tokens(text)))
 
 
 def wants_number(question: str) -> bool:
