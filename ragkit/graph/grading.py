@@ -13,12 +13,14 @@ Before either, answer-type cues: a "when / how many / 多少" question whose pas
 date or number at all cannot be answered from them, and a question asking for a date, a
 number, a person or a place is not answered from passages that only name its subject
 without saying such a thing about it ("What is the population of Jan Mayen?" over a page that
-names Jan Mayen only as a station's island).
+names Jan Mayen only as a station's island; "Who is the head chef of Orbital Kitchen?" over a
+handbook naming no chef). Which kinds are checked is a setting per script (``grade_kinds_latin``,
+``grade_kinds_cjk``), chosen with the thresholds by cross-validation (scripts/grade_cv.py).
 
 A question whose subject the knowledge base never mentions ("the population of Quarnova")
 covers little: its rarest word is missing. The thresholds (``grade_threshold_cjk``,
-``grade_threshold_latin`` and ``grade_similarity_threshold`` in Settings) were calibrated
-on the shared evaluation sets with ``python -m ragkit eval --unanswerable``. A configured
+``grade_threshold_latin`` and ``grade_similarity_threshold`` in Settings) were chosen by
+5-fold cross-validation over both shared sets (scripts/grade_cv.py on ``eval --unanswerable``). A configured
 model grades instead through structured output; when it returns something unusable the
 offline grade decides and the trace says so.
 """
