@@ -14,7 +14,8 @@ from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
 from ragkit.errors import QuestionError
 from ragkit.eval import run_multihop
 from ragkit.graph.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
-from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
+from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
+from ragkit.graph.grading import grade_offline, says_asked_kind
 from ragkit.graph.hops import hops_kept, merge_hits
 from ragkit.graph.state import HopLink
 from ragkit.history import HistoryManager
@@ -71,6 +72,26 @@ def test_a_comparison_retrieves_both_sides(settings, kb):
     assert "214 metres" in turn.answer and "96 metres" in turn.answer
     planned = next(step.detail for step in turn.trace if step.step == "Planned")
     assert "Sundergate Tower" in planned and "Wrayburn Spire" in planned
+
+
+def test_a_comparison_whose_sides_are_in_no_document_is_not_found(settings, lovelace):
+    """Each side searched reaches an unrelated passage: no part is covered, so nothing is
+    quoted side by side; the closest passages are shown apart, as the default path does."""
+    turn = ChatEngine(settings, lovelace).ask("n", "Which is taller, the Sundergate Tower or the Wrayburn Spire?",
+                                              mode="agentic")
+    assert not turn.found and turn.sources == [] and turn.closest
+    steps = [step.step for step in turn.trace]
+    assert steps[-1] == "Not found" and "Sufficiency" in steps and "Answered" not in steps
+
+
+def test_a_chinese_comparison_side_is_judged_on_its_own_passage(settings, kb):
+    kb.ingest("闻笛秋\n闻笛秋是一位作曲家，1921年出生于苏州。".encode(), filename="闻笛秋.txt")
+    kb.ingest("鲁庭芳\n鲁庭芳是一位作曲家，1934年出生于杭州。".encode(), filename="鲁庭芳.txt")
+    turn = ChatEngine(settings, kb).ask("z", "作曲家闻笛秋和作曲家鲁庭芳，谁出生得更早？", mode="agentic")
+    assert turn.found and "闻笛秋" in turn.answer.split("。")[0]
+    assert "1921" in turn.answer and "1934" in turn.answer
+    verdicts = next(step.detail for step in turn.trace if step.step == "Sufficiency")
+    assert "missing" not in verdicts
 
 
 def _chain(kb, length: int) -> None:
@@ -168,6 +189,25 @@ def test_a_hop_is_kept_for_what_it_says_about_its_bridge_not_for_naming_it():
 
 def test_a_chinese_question_joining_the_thing_asked_for_is_no_comparison():
     assert comparison_sides("T-92理想上可与什么一起串联，组成完整防空火网？") is None
+
+
+def test_a_chinese_side_is_graded_without_the_comparisons_wording():
+    assert side_question("闻笛秋 谁出生得更早") == "闻笛秋 出生"
+    assert side_question("砚溪中学 哪一所建校更早") == "砚溪中学 建校"
+    assert side_question("Adela Voskuyl Who was born earlier") == "Adela Voskuyl Who was born earlier"
+
+
+def test_a_chain_says_the_date_it_asks_for_about_its_bridge_not_its_subject(settings):
+    """The date of "When was the designer of the Analytical Engine born?" is in a sentence
+    naming the designer (the chain's bridge), not the engine."""
+    chain = Hit(Passage("The Analytical Engine was designed by Charles Babbage.\nCharles Babbage was born in 1791.",
+                        1, 0, 0, 90, 1, doc_id="d"), "t", "t.txt", "txt", 0.5)
+    question = "When was the designer of the Analytical Engine born?"
+    idf = {"analyt": 3.0, "engin": 3.0, "design": 1.0, "born": 1.0}
+    assert grade_offline(question, [chain], idf, None, settings).score == 0.0  # the subject's gate
+    assert grade_offline(question, [chain], idf, None, settings, ("Charles Babbage",)).score > 0.0
+    assert says_asked_kind(question, [chain], idf) is False
+    assert says_asked_kind(question, [chain], idf, ("Charles Babbage",)) is True
 
 
 def test_rounds_merge_by_passage_keeping_the_best_score():

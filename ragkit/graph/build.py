@@ -4,6 +4,7 @@
           route ─(agentic: small talk, thanks, about the app)→ direct → record
           contextualize ─(agentic)→ plan → hop_round ⟲ (bridges left, rounds left)
           hop_round ─┬─ a chain of hops or a comparison → extract_hops → record (or generate)
+                     ├─ ... covering none of its parts → not_found
                      └─ a single hop ──────────────────→ grade (the default path from here)
     grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
@@ -76,7 +77,8 @@ def build_graph():
     graph.add_edge("direct", "record")
     graph.add_conditional_edges("contextualize", after_contextualize, ["plan", "retrieve"])
     graph.add_edge("plan", "hop_round")
-    graph.add_conditional_edges("hop_round", after_hop, ["hop_round", "extract_hops", "generate", "grade"])
+    graph.add_conditional_edges("hop_round", after_hop, ["hop_round", "extract_hops", "generate", "grade",
+                                                       "not_found"])
     graph.add_edge("extract_hops", "record")
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")

@@ -72,6 +72,20 @@ def comparison_sides(question: str) -> Comparison | None:
     return None
 
 
+# What makes a Chinese side's sub-question a comparison ("谁出生得更早", "哪一所建校更早"): the
+# choice between the sides and the comparative. Neither is said by a side's own passage.
+_ZH_COMPARATIVE = re.compile(r"谁|哪一?[个所家位座部本首条项种]?|得?[更较最][\u4e00-\u9fff]?")
+
+
+def side_question(part: str) -> str:
+    """What one side's passage must say, without the comparison's wording ("闻笛秋
+    谁出生得更早" → "闻笛秋 出生"): what a side is graded on. English parts are unchanged (the
+    grade's sentence similarity reads "Which is older" as a question about age)."""
+    if not is_cjk_text(part):
+        return part
+    return re.sub(r"\s+", " ", _ZH_COMPARATIVE.sub("", part)).strip() or part
+
+
 def _side(text: str, keep_rest: bool = False) -> str:
     """A compared thing without its article and role words ("the composer Adela Voskuyl"
     → "Adela Voskuyl"); ``keep_rest``: only the leading words are dropped."""

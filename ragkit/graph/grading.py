@@ -158,22 +158,25 @@ class GradeParts:
     where: int  # that passage's index
 
 
-def grade_parts(question: str, hits: list[Hit], idf: dict[str, float]) -> GradeParts:
-    """The threshold-free measures of the best ``PASSAGES_GRADED`` hits for ``question``."""
+def grade_parts(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = ()) -> GradeParts:
+    """The threshold-free measures of the best ``PASSAGES_GRADED`` hits for ``question``
+    (``about``: see ``grade_offline``)."""
     graded = hits[:PASSAGES_GRADED]
     cjk = is_cjk_text(question)
     if not graded:
         return GradeParts(cjk, True, False, None, None, 0.0, -1)
     number_missing = wants_number(question) and not any(holds_number(hit.text) for hit in graded)
     share, where = coverage(question, graded, idf)
-    return GradeParts(cjk, False, number_missing, answer_type(question), says_asked_kind(question, graded, idf),
+    return GradeParts(cjk, False, number_missing, answer_type(question), says_asked_kind(question, graded, idf, about),
                       share, where)
 
 
-def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings) -> Grade:
+def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings,
+                  about: tuple[str, ...] = ()) -> Grade:
     """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
-    in ``settings``."""
-    parts = grade_parts(question, hits, idf)
+    in ``settings``. ``about``: names that stand for the question's subject too (a chain's
+    bridges: the date a chain asks for is said about the thing its last hop reached)."""
+    parts = grade_parts(question, hits, idf, about)
     decided = parts.empty or parts.number_missing or kind_unsaid(parts, settings)
     similarity, sentence = (0.0, "") if parts.cjk or decided else \
         closest_sentence(question, hits[:PASSAGES_GRADED], embed)
@@ -219,14 +222,15 @@ _NUMBER_IN_TEXT = re.compile(
 SUBJECT_WORDS = 2  # the question's rarest words stand for its subject
 
 
-def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bool | None:
+def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = ()) -> bool | None:
     """Whether a passage says a thing of the kind the question asks for (a date, a number, a
     person, a place: ``answer_types.says_kind``) near the question's subject, not only names
     the subject: in a sentence that holds one of the question's rarest words (a rare word no
     passage says, such as "chef" in "Who is the head chef of Orbital Kitchen?", is what the
     question asks about and stays one), or right after one (which may refer to the subject as
-    "it" or "他"), or anywhere in a passage under the subject's heading. None when the question
-    asks for no kind this can check."""
+    "it" or "他"), or anywhere in a passage under the subject's heading; a sentence holding one of
+    the names ``about`` is about the subject too. None when the question asks for no kind this
+    can check."""
     kind = answer_type(question)
     if kind is None:
         return None
@@ -241,11 +245,16 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float]) -> bo
         titled = names_any(rarest, hit.section, cjk)
         after_naming = False
         for sentence in split_sentences(hit.text):
-            named = titled or names_any(rarest, sentence.text, cjk)
+            named = titled or names_any(rarest, sentence.text, cjk) or _names_any(sentence.text, about)
             if (named or after_naming) and says_kind(sentence.text, kind, question):
                 return True
             after_naming = named
     return False
+
+
+def _names_any(text: str, names: tuple[str, ...]) -> bool:
+    folded = text.lower()
+    return any(name.lower() in folded for name in names)
 
 
 def names_any(words: list[str], text: str, cjk: bool) -> bool:

@@ -2,6 +2,7 @@
 
     contextualize → plan → hop_round ─┬─ bridges left, rounds left → hop_round
                                       ├─ a chain of hops or a comparison → extract_hops / generate
+                                      │   (not_found when its evidence covers none of its parts)
                                       └─ one passage enough (single hop) → grade (default path)
 
 - ``plan``: a comparison ("Which is older, X or Y?") becomes one self-contained
@@ -39,7 +40,7 @@ from ..text import split_sentences
 from . import events, prompts
 from .compare import side_fact, verdict
 from .context import RagContext
-from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates
+from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
 from .grading import grade_offline, unsaid, word_idf
 from .rounds import focus_hits
 from .state import Bridge, HopLink, PartVerdict, RagState, add_time, language, step
@@ -249,13 +250,15 @@ def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links
     if len(state.sub_questions) > 1:
         parts = []
         for part, link in zip(state.sub_questions, links):
-            verdict = grade_offline(part, [link.hit], passages.idf(part), passages.embed_sentences, settings)
+            asked = side_question(part)
+            verdict = grade_offline(asked, [link.hit], passages.idf(asked), passages.embed_sentences, settings)
             parts.append(PartVerdict(part, verdict.sufficient, verdict.reason))
         return parts
     question = state.standalone_question
     path = chain(links)
     hits = [joined(path)] if len(path) > 1 else evidence
-    verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, settings)
+    bridges = tuple(link.entity for link in path[1:])
+    verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, settings, bridges)
     return [PartVerdict(question, verdict.sufficient, verdict.reason)]
 
 
@@ -273,14 +276,18 @@ def deepest(links: list[HopLink]) -> HopLink | None:
 
 
 def after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["hop_round", "extract_hops", "generate",
-                                                                       "grade"]:
+                                                                       "grade", "not_found"]:
     """Another round while bridges are left (the round cap is applied when they are found);
-    then a chain or a comparison is answered from its hops, a single hop by the default path."""
+    then a chain or a comparison is answered from its hops (not found when the evidence
+    covers none of its parts), a single hop by the default path."""
     if state.bridges:
         return "hop_round"
     question = state.standalone_question
-    if len(state.sub_questions) > 1 or hops_kept(question, state.links, runtime.context.passages.idf(question)):
-        return "generate" if runtime.context.choice(state).generated else "extract_hops"
+    context = runtime.context
+    if len(state.sub_questions) > 1 or hops_kept(question, state.links, context.passages.idf(question)):
+        if not any(part.sufficient for part in state.parts) and not context.always_answer:
+            return "not_found"
+        return "generate" if context.choice(state).generated else "extract_hops"
     return "grade"
 
 
