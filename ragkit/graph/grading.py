@@ -227,8 +227,9 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
     person, a place: ``answer_types.says_kind``) near the question's subject, not only names
     the subject: in a sentence that holds one of the question's rarest words (a rare word no
     passage says, such as "chef" in "Who is the head chef of Orbital Kitchen?", is what the
-    question asks about and stays one), or right after one (which may refer to the subject as
-    "it" or "他"), or anywhere in a passage under the subject's heading; a sentence holding one of
+    question asks about and stays one), or anywhere in a passage under the subject's heading
+    (a sentence after the one naming the subject is not enough: "Charles Babbage was born in
+    1791" after "The Analytical Engine was designed by Charles Babbage"); a sentence holding one of
     the names ``about`` is about the subject too. None when the question asks for no kind this
     can check."""
     kind = answer_type(question)
@@ -243,12 +244,10 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
     rarest = sorted(subject, key=lambda word: -rarity(word))[:SUBJECT_WORDS]  # stable: ties keep question order
     for hit in hits:
         titled = names_any(rarest, hit.section, cjk)
-        after_naming = False
         for sentence in split_sentences(hit.text):
             named = titled or names_any(rarest, sentence.text, cjk) or _names_any(sentence.text, about)
-            if (named or after_naming) and says_kind(sentence.text, kind, question):
+            if named and says_kind(sentence.text, kind, question):
                 return True
-            after_naming = named
     return False
 
 
