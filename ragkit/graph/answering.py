@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import replace
 
 import openai
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -81,8 +80,7 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
                 "trace": fitted_step(fitted) + withheld + step("Model failed", f"{choice.model}: {error}"),
                 "timings": add_time(state, "generate_ms", started)}
     result["timings"] = add_time(state, "generate_ms", started)
-    result["attempts"] = [ModelAttempt(choice.model, "answered")]
-    return result
+    return result  # its attempt is recorded by check_citations, which may still reject the answer
 
 
 def model_error(exc: BaseException, choice: ModelChoice, fitted: list[Fitted]) -> str:
@@ -190,14 +188,16 @@ def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:
     body, footer = split_footer(state.answer)
     checks = check_support(body, sources)
     unsupported = [c for c in checks if not c.supported]
+    model = runtime.context.answerer(state).model
     if not checks or len(unsupported) == len(checks):
         reason = unsupported[0].reason if unsupported else "it was empty"
         error = f"no sentence of the model's answer was supported by its sources ({reason})"
-        runtime.stream_writer(events.reset(error))
-        fallback = extract(replace(state, error=error), runtime)
-        fallback["error"] = error
-        fallback["trace"] = step("Checked the citations", error + ": replaced by quotes") + fallback["trace"]
-        return fallback
+        chain = runtime.context.chain(state)
+        then = "the next model is asked" if state.chain_position + 1 < len(chain) else "replaced by quotes"
+        # chain.next_model withdraws the answer (a reset event) and passes the turn on
+        return {"answer": "", "error": error, "attempts": [ModelAttempt(model, "failed", error)],
+                "trace": step("Checked the citations", f"{model}: {error}: {then}")}
+    answered = [ModelAttempt(model, "answered")]
     answer = body
     for check in unsupported:
         answer = answer.replace(check.text, "", 1)
@@ -208,10 +208,10 @@ def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:
     added = f"; {attributed} uncited sentences attributed to the source that says them" if attributed else ""
     if not unsupported:
         detail = f"all {len(checks)} sentences supported by their sources{added}"
-        return {"answer": answer, "trace": step("Checked the citations", detail)}
+        return {"answer": answer, "attempts": answered, "trace": step("Checked the citations", detail)}
     removed = "; ".join(f"“{c.text[:100]}” ({c.reason})" for c in unsupported)
     detail = f"{len(unsupported)} of {len(checks)} sentences not supported, removed: {removed}{added}"
-    return {"answer": answer, "trace": step("Checked the citations", detail)}
+    return {"answer": answer, "attempts": answered, "trace": step("Checked the citations", detail)}
 
 
 def not_found(state: RagState, runtime: Runtime[RagContext]) -> dict:

@@ -4,8 +4,10 @@
 rewrite, a grade: the whole call is waiting) and the answer stream's silences (until its
 first token and between tokens; streaming text is progress, not waiting) draw on one
 allowance, and a call gets only what is left of it. A turn makes at most one structured
-call (``MAX_STRUCTURED_CALLS``): the first step that would gain from the model's judgement
-(a follow-up's rewrite, else the grade) gets it, later ones use the offline judgement.
+step (``MAX_STRUCTURED_CALLS``): the first step that would gain from the model's judgement
+(the route, a follow-up's rewrite, else the grade) gets it, later ones use the offline
+judgement. Within that step the model chain (``chain.ask_chain``) may ask each of its
+models in turn, each call drawing on the same time allowance.
 
 ``ChatEngine.stream`` gives every turn a new ``TurnBudget`` (``RagContext.budget``).
 """
@@ -43,7 +45,15 @@ class TurnBudget:
 
     def structured_call(self) -> "_Timed":
         """``with budget.structured_call(): ...``: counts the call and its time."""
+        self.count_structured_step()
+        return _Timed(self)
+
+    def count_structured_step(self) -> None:
+        """Count one structured step (however many of the chain's models it asks)."""
         self.structured_calls += 1
+
+    def timed(self) -> "_Timed":
+        """``with budget.timed(): ...``: counts a call's time as waiting, not as a step."""
         return _Timed(self)
 
 
@@ -60,10 +70,10 @@ class _Timed:
 
 
 def structured_reply(context, choice, messages, field: str | None, schema=None) -> str:
-    """A structured call (``model_io.structured_text``) within the turn's budget: counted,
-    timed, with only the time the turn has left (at most RAGKIT_REWRITE_TIMEOUT_S); a
-    usable reply is remembered (``JudgeMemory``), an unusable one the caller reports with
-    ``ModelClients.judge_failed``."""
+    """A structured call (``model_io.structured_text``) within the turn's budget: timed,
+    with only the time the turn has left (at most RAGKIT_REWRITE_TIMEOUT_S; the step is
+    counted by ``chain.ask_chain``, which makes these calls); a usable reply is remembered
+    (``JudgeMemory``), an unusable one ``ask_chain`` reports with ``ModelClients.judge_failed``."""
     from .model_io import structured_text
 
     budget = context.budget
@@ -79,7 +89,7 @@ def structured_reply(context, choice, messages, field: str | None, schema=None) 
     if budget is None:
         text = call()
     else:
-        with budget.structured_call():
+        with budget.timed():
             text = call()
     models.judge_succeeded(choice)
     return text

@@ -5,6 +5,7 @@
           contextualize ─(agentic)→ plan → hop_round ⟲ (bridges left, rounds left)
           hop_round ─┬─ a chain of hops or a comparison → extract_hops → record (or generate)
                      ├─ ... covering none of its parts → not_found
+                     ├─ a part missing, web configured → web_hops → extract_hops (or generate, grade, not_found)
                      └─ a single hop ──────────────────→ grade (the default path from here)
     grade ─┬─ weak, rounds left → rewrite_query → retrieve        (the next round; none left: not_found)
            ├─ weak, none left ──→ not_found ─────────────────────→ record → END
@@ -13,7 +14,7 @@
            ├─ enough, offline ──→ extract ──→ check_citations ───→ record
            └─ enough, model ────→ generate ─┬→ check_citations (─→ note_web when it cites the web)
                                             └→ next_model (it failed) ─┬→ generate (the chain's next)
-                                                                       └→ extract (none left)
+                 check_citations (no sentence supported) ─→ next_model └→ extract (none left)
 
 One module per node family; each node is a function ``(state: RagState, runtime:
 Runtime[RagContext]) -> dict`` returning the state fields it sets, each route a function
@@ -54,14 +55,24 @@ from langgraph.graph import END, START, StateGraph
 from .answering import check_citations, extract, generate, not_found
 from .chain import after_generate, after_next_model, next_model
 from .context import RagContext
-from .hops import after_hop, extract_hops, hop_round, plan
+from .hops import extract_hops, hop_round, plan
 from .memory import recall
 from .recording import record
 from .rounds import focus, retrieve, rewrite_query
 from .routing import ROUTES, after_contextualize, after_route, contextualize, direct, route
 from .state import RagState, TurnInput
 from .sufficiency import grade
-from .web import after_check, after_grade_or_web, after_rewrite_or_web, after_web, note_web, web_search
+from .web import (
+    after_check,
+    after_grade_or_web,
+    after_hop_or_web,
+    after_rewrite_or_web,
+    after_web,
+    after_web_hops,
+    note_web,
+    web_hops,
+    web_search,
+)
 
 
 def build_graph():
@@ -69,7 +80,7 @@ def build_graph():
     graph = StateGraph(RagState, input_schema=TurnInput, context_schema=RagContext)
     for node in (recall, route, direct, contextualize, plan, hop_round, extract_hops, retrieve, focus, grade,
                  rewrite_query,
-                 extract, generate, next_model, check_citations, not_found, web_search, note_web, record):
+                 extract, generate, next_model, check_citations, not_found, web_search, web_hops, note_web, record):
         graph.add_node(node)
     graph.add_edge(START, "recall")
     graph.add_edge("recall", "route")
@@ -77,9 +88,11 @@ def build_graph():
     graph.add_edge("direct", "record")
     graph.add_conditional_edges("contextualize", after_contextualize, ["plan", "retrieve"])
     graph.add_edge("plan", "hop_round")
-    graph.add_conditional_edges("hop_round", after_hop, ["hop_round", "extract_hops", "generate", "grade",
-                                                       "not_found"])
-    graph.add_edge("extract_hops", "record")
+    graph.add_conditional_edges("hop_round", after_hop_or_web,
+                                ["hop_round", "extract_hops", "generate", "grade", "not_found", "web_hops"])
+    graph.add_conditional_edges("web_hops", after_web_hops,
+                                ["hop_round", "extract_hops", "generate", "grade", "not_found"])
+    graph.add_conditional_edges("extract_hops", after_check, ["note_web", "record"])
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")
     graph.add_conditional_edges("grade", after_grade_or_web,
@@ -89,7 +102,7 @@ def build_graph():
     graph.add_conditional_edges("generate", after_generate, ["check_citations", "next_model"])
     graph.add_conditional_edges("next_model", after_next_model, ["generate", "extract"])
     graph.add_edge("extract", "check_citations")
-    graph.add_conditional_edges("check_citations", after_check, ["note_web", "record"])
+    graph.add_conditional_edges("check_citations", after_check, ["next_model", "note_web", "record"])
     graph.add_edge("note_web", "record")
     graph.add_edge("not_found", "record")
     graph.add_edge("record", END)

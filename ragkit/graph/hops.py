@@ -338,6 +338,8 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     lang = language(state)
     if missing and not context.always_answer:
         text += prompts.MISSING_NOTE[lang].format(what="; ".join(missing))
+        if state.web_failure:
+            text += prompts.WEB_FAILED_NOTE[lang].format(reason=state.web_failure)
     answer = validate_markers(text, sources)
     runtime.stream_writer(events.sources(sources, True))
     runtime.stream_writer(events.token(answer))

@@ -80,6 +80,10 @@ WEB_FAILED_NOTE = {  # the knowledge base did not answer and the web search fail
     "en": " The web search did not help either: {reason}.",
     "zh": " 网络搜索也未能找到：{reason}。",
 }
+WEB_PART_NOTE = {  # under an answer that cites both documents and web search results
+    "en": "\n\n(Part of this is not in your documents; the sources marked web are web search results.)",
+    "zh": "\n\n（部分内容不在文档中；标为“网络”的来源是网络搜索结果。）",
+}
 WEB_NOTE = {  # under an answer that cites web search results
     "en": "\n\n(Your documents do not answer this; the sources marked web are web search results.)",
     "zh": "\n\n（文档中没有答案；标为“网络”的来源是网络搜索结果。）",

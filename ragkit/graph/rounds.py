@@ -30,8 +30,8 @@ from ..retrieval import SearchFilters
 from ..text import search_tokens
 from . import events, prompts
 from .budget import structured_reply
+from .chain import NotUseful, ask_chain, judges_now
 from .context import RagContext
-from .model_io import short
 from .retriever import PassageRetriever
 from .state import RagState, add_time, step
 
@@ -104,9 +104,8 @@ def rewrite_query(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Choose the next search: the model's alternative query, or the next offline one."""
     context = runtime.context
     query, how = next_query(state), "offline"
-    choice = context.choice(state)
-    if context.models.judges(choice, context.budget):
-        query, how = model_search_query(context, choice, state, query)
+    if judges_now(context, state):
+        query, how = model_search_query(context, state, query)
     if not query:  # nothing untried is left and the model gave none: never search for ""
         return {"query": "", "trace": step("No other search", f"every query was tried ({how})")}
     runtime.stream_writer(events.status("Searching again with a rewritten query"))
@@ -118,18 +117,22 @@ def rewrite_query(state: RagState, runtime: Runtime[RagContext]) -> dict:
     return update | {"trace": step("Searched again", f"“{query}” ({how})")}
 
 
-def model_search_query(context: RagContext, choice: ModelChoice, state: RagState, fallback: str) -> tuple[str, str]:
-    """The model's next search query and how it was made; ``fallback`` when it is unusable."""
+def model_search_query(context: RagContext, state: RagState, fallback: str) -> tuple[str, str]:
+    """The next search query of the chain's first model with a usable one, and how it was
+    made; ``fallback`` when no model's is usable."""
     messages = [SystemMessage(prompts.SEARCH_REWRITE_SYSTEM),
                 HumanMessage(f"Question: {state.standalone_question}\nQueries tried: {state.queries}")]
-    try:
+
+    def query_by(choice: ModelChoice) -> str:
         query = clean_rewrite(structured_reply(context, choice, messages, "standalone_question"))
-    except Exception as exc:
-        context.models.judge_failed(choice, short(exc))
-        return fallback, f"offline; the model's query was unusable ({short(exc)})"
-    if not query or query in state.queries or not set(search_tokens(query)):
-        return fallback, "offline; the model's query was empty or already tried"
-    return query, f"by {choice.model}"
+        if not query or query in state.queries or not set(search_tokens(query)):
+            raise NotUseful("its query was empty or already tried")
+        return query
+
+    reply = ask_chain(context, state, "search query", query_by)
+    if reply.value:
+        return reply.value, f"by {reply.model}{reply.after()}"
+    return fallback, f"offline; {reply.unusable('query')}"
 
 
 def after_rewrite(state: RagState) -> Literal["retrieve", "not_found"]:

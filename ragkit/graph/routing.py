@@ -25,10 +25,10 @@ from ..llm import ModelChoice
 from ..retrieval import SearchFilters
 from . import events, prompts
 from .budget import structured_reply
+from .chain import ChainReply, NotUseful, ask_chain, judges_now
 from .context import RagContext
 from .grading import PASSAGES_GRADED, coverage
 from .memory import memory_rewrite
-from .model_io import short
 from .rounds import scope
 from .state import RagState, elapsed_ms, language, step
 
@@ -73,16 +73,13 @@ def route(state: RagState, runtime: Runtime[RagContext]) -> dict:
         return {"route": "knowledge_base"}
     context = runtime.context
     chosen, how = direct_route(state.question), "offline rule"
-    choice = context.choice(state)
-    if context.models.judges(choice, context.budget) and not state.history:
-        messages = [SystemMessage(prompts.ROUTE_SYSTEM), HumanMessage(state.question)]
-        try:
-            chosen = RouteVerdict.model_validate_json(
-                structured_reply(context, choice, messages, None, RouteVerdict)).route
-            how = f"by {choice.model}"
-        except Exception as exc:
-            context.models.judge_failed(choice, short(exc))
-            how = f"offline rule; the model's verdict was unusable ({short(exc)})"
+    reply = ask_chain(context, state, "route", lambda choice: RouteVerdict.model_validate_json(
+        structured_reply(context, choice, [SystemMessage(prompts.ROUTE_SYSTEM), HumanMessage(state.question)],
+                         None, RouteVerdict)).route) if not state.history else ChainReply()
+    if reply.value:
+        chosen, how = reply.value, f"by {reply.model}{reply.after()}"
+    elif reply.asked:
+        how = f"offline rule; {reply.unusable('verdict')}"
     where = "the knowledge base" if chosen == "knowledge_base" else f"answered directly ({chosen.replace('_', ' ')})"
     return {"route": chosen, "trace": step("Routed", f"{where} ({how})")}
 
@@ -128,8 +125,8 @@ def contextualize(state: RagState, runtime: Runtime[RagContext]) -> dict:
         offline, how, options = remembered, remembered_how, [remembered]
     rewritten = offline
     choice = context.choice(state)
-    if context.models.judges(choice, context.budget):
-        rewritten, how = model_rewrite(context, choice, question, history, offline,
+    if judges_now(context, state):
+        rewritten, how = model_rewrite(context, state, question, history, offline,
                                        state.memory.summary if state.memory else "")
     elif choice.generated:
         how += f" ({choice.model} not asked: {context.models.why_not_judging(choice)})"
@@ -171,23 +168,28 @@ def rarity(context: RagContext, phrase: str) -> float:
     return (max(values) + sum(values) / len(values)) / 2 if values else 0.0
 
 
-def model_rewrite(context: RagContext, choice: ModelChoice, question: str, history: list[Exchange],
+def model_rewrite(context: RagContext, state: RagState, question: str, history: list[Exchange],
                   offline: str, summary: str = "") -> tuple[str, str]:
-    """The model's standalone question and how it was made; the offline rewrite when the
-    model's is unusable (the trace says why). ``summary``: the conversation's memory."""
+    """The standalone question of the chain's first model with a usable rewrite, and how it
+    was made; the offline rewrite when no model's is usable (the trace says why).
+    ``summary``: the conversation's memory."""
     conversation = "\n".join(f"User: {e.question}\nAssistant: {e.answer[:300]}" for e in history[-2:])
     if summary:
         conversation = f"(Summary of earlier turns: {prompts.fence(summary)})\n{conversation}"
     messages = [SystemMessage(prompts.CONTEXTUALIZE_SYSTEM),
                 HumanMessage(f"Conversation:\n{conversation}\n\nLatest question: {question}")]
-    try:
-        text = structured_reply(context, choice, messages, "standalone_question")
-    except Exception as exc:
-        log.info("model rewrite unusable: %s", exc)
-        context.models.judge_failed(choice, short(exc))
-        return offline, f"the model's rewrite failed ({short(exc)}): used the offline rewrite"
-    rewrite = clean_rewrite(text)
-    problem = plausible_rewrite(rewrite, question, history)
-    if problem:
-        return offline, f"the model's rewrite “{rewrite[:60]}” was not usable ({problem}): used the offline rewrite"
-    return rewrite, f"rewritten by {choice.model}"
+
+    def rewrite_by(choice: ModelChoice) -> str:
+        rewrite = clean_rewrite(structured_reply(context, choice, messages, "standalone_question"))
+        problem = plausible_rewrite(rewrite, question, history)
+        if problem:
+            raise NotUseful(f"its rewrite “{rewrite[:60]}” was not usable: {problem}")
+        return rewrite
+
+    reply = ask_chain(context, state, "rewrite", rewrite_by)
+    if reply.value:
+        return reply.value, f"rewritten by {reply.model}{reply.after()}"
+    failed = [a for a in reply.attempts if a.outcome == "failed"]
+    if len(failed) == 1 and len(reply.attempts) == 1:
+        return offline, f"the model's rewrite failed ({failed[0].reason}): used the offline rewrite"
+    return offline, f"{reply.unusable('rewrite')}: used the offline rewrite"

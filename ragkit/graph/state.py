@@ -75,11 +75,13 @@ class PartVerdict:
 
 @dataclass(frozen=True)
 class ModelAttempt:
-    """One model's try at the answer (``chain.py``): "answered" or "failed", and why."""
+    """One model's try at a step of the turn (``chain.py``): the answer, or a structured
+    step (the route, a rewrite, a grade); "answered", "failed" or "skipped", and why."""
 
     model: str
-    outcome: Literal["answered", "failed"]
+    outcome: Literal["answered", "failed", "skipped"]
     reason: str = ""
+    step: str = "answer"
 
 
 @dataclass(kw_only=True)
@@ -121,6 +123,7 @@ class RagState(TurnInput):
     parts: list[PartVerdict] = field(default_factory=list)  # the last round's sufficiency per part
     # web search (web.py, agentic mode): searched once, when the knowledge base does not answer
     web_searched: bool = False
+    web_failure: str = ""  # the multi-hop path: why the web did not cover a missing part
     # answer
     answer: str = ""
     sources: list[Source] = field(default_factory=list)

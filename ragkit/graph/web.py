@@ -12,7 +12,17 @@ the reason in the message and the trace.
     grade / rewrite_query ─(not found; agentic, web configured, not searched)→ web_search
     web_search ─┬─ results ─────→ grade (then extract or generate as usual)
                 └─ none, failed → record ("not found", with why)
-    check_citations ─(cites a web result)→ note_web → record
+    check_citations / extract_hops ─(cites a web result)→ note_web → record
+
+On the multi-hop path (``hops.py``) a part still uncovered after the knowledge-base rounds
+(a comparison's side, or the chain's last hop) is searched on the web by ``web_hops``:
+the side's sub-question, or the bridge query of the hop that reached nothing (the bridge
+name and the question). Its best result joins the evidence as that part's passage, the
+parts are judged again, and the turn is answered hop by hop as before; a failing
+provider leaves the part missing, with the reason in the answer and the trace.
+
+    hop_round ─(no bridges left, a part missing; web configured, not searched)→ web_hops
+    web_hops → extract_hops / generate
 
 Why agentic mode only: the default mode answers from the user's documents alone (and its
 eval figures stay those of the documents); agentic mode is the one that may take more
@@ -28,14 +38,16 @@ from urllib.parse import urlparse
 from langgraph.runtime import Runtime
 
 from ..errors import WebSearchFailed
+from ..indexer import plural
 from ..passages import Hit, Passage
 from ..text import count_tokens
 from ..websearch import WebResult, search_web
 from . import events, prompts
 from .answering import not_found
 from .context import RagContext
+from .hops import after_hop, answer_evidence, judge_parts, left_unsaid
 from .rounds import after_rewrite
-from .state import RagState, language, step
+from .state import HopLink, RagState, language, step
 from .sufficiency import after_grade
 
 
@@ -90,26 +102,126 @@ def after_web(state: RagState) -> Literal["grade", "record"]:
     return "record" if state.answer else "grade"
 
 
-def web_hits(results: list[WebResult]) -> list[Hit]:
-    """The results as passages of this turn (ranked by the provider's order)."""
+def web_hits(results: list[WebResult], first: int = 1) -> list[Hit]:
+    """The results as passages of this turn (ranked by the provider's order), numbered
+    from ``first`` (another search's results in the same turn keep their own ids)."""
     hits = []
     for rank, result in enumerate(results):
         passage = Passage(text=result.content, page=1, position=rank, start=0, end=len(result.content),
-                          tokens=count_tokens(result.content), doc_id=f"web-{rank + 1}")
+                          tokens=count_tokens(result.content), doc_id=f"web-{first + rank}")
         hits.append(Hit(passage, title=result.title, filename=urlparse(result.url).netloc, doc_type="web",
                         score=round(1.0 - rank / (2 * len(results)), 4), url=result.url))
     return hits
 
 
-def after_check(state: RagState) -> Literal["note_web", "record"]:
-    """An answer that cites a web result says so."""
+def after_check(state: RagState) -> Literal["next_model", "note_web", "record"]:
+    """A model answer the citation check rejected goes to the chain's next model; an
+    answer that cites a web result says so."""
+    if state.mode == "llm" and state.error and not state.answer:
+        return "next_model"
     return "note_web" if any(source.web and source.cited for source in state.sources) else "record"
 
 
 def note_web(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Say under the answer that its web sources are web search results, not documents."""
-    note = prompts.WEB_NOTE[language(state)]
+    partly = any(not source.web and source.cited for source in state.sources)
+    note = (prompts.WEB_PART_NOTE if partly else prompts.WEB_NOTE)[language(state)]
     runtime.stream_writer(events.token(note))
     cited = [s for s in state.sources if s.web and s.cited]
     return {"answer": state.answer + note,
             "trace": step("Cited the web", ", ".join(f"[{s.n}] {s.url}" for s in cited))}
+
+
+# ----- the multi-hop path ------------------------------------------------------------------
+
+
+def uncovered(state: RagState, context: RagContext) -> list[tuple[int, str]]:
+    """The parts the knowledge-base rounds left missing, each with what the web is asked:
+    a comparison's side by its sub-question (its index among the sides); the chain's next
+    hop (index -1) by the bridge query of the last bridge followed (the bridge name and
+    the question), else by the question. A chain's hop is missing when its part was judged
+    not covered, or when the bridges followed reached no passage and the question still
+    has words no passage says."""
+    missing = {part.part for part in state.parts if not part.sufficient}
+    if len(state.sub_questions) > 1:
+        return [(index, part) for index, part in enumerate(state.sub_questions) if part in missing]
+    question = state.standalone_question
+    dead_end = not state.parts and bool(state.followed) and not state.bridges and bool(
+        left_unsaid(question, state.links, context.passages.idf(question)))
+    if not missing and not dead_end:
+        return []
+    return [(-1, f"{state.followed[-1]} {question}" if state.followed else question)]
+
+
+def web_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Search the web for each part the knowledge base left missing; its best result
+    becomes that part's passage (never stored), and the parts are judged again."""
+    context = runtime.context
+    settings = context.settings
+    where = urlparse(settings.web_search_url or "").netloc
+    runtime.stream_writer(events.status("Part of the question is not in your documents: searching the web…"))
+    links, evidence, details, failures, found = list(state.links), list(state.evidence), [], [], 1
+    for index, query in uncovered(state, context):
+        try:
+            results = search_web(settings, query)
+            reason = f"no result from {where} for “{query}”" if not results else ""
+        except WebSearchFailed as exc:
+            results, reason = [], str(exc)
+        if not results:
+            failures.append(reason.rstrip("."))
+            details.append(f"“{query}”: failed: {reason}")
+            continue
+        hits = web_hits(results, found)
+        found += len(hits)
+        evidence = merge_web(evidence, hits)
+        links = with_web_link(state, links, index, query, hits[0])
+        details.append(f"“{query}”: {plural(len(results), 'result')} from {where} ("
+                       + ", ".join(dict.fromkeys(urlparse(r.url).netloc for r in results)) + ")")
+    searched = replace(state, links=links, evidence=evidence, web_searched=True)
+    parts = judge_parts(searched, context, evidence, links)
+    idf = context.passages.idf(state.standalone_question)
+    hits = answer_evidence(replace(searched, parts=parts), settings.agentic_evidence, idf)
+    detail = "; ".join(details) + ("; used for this answer only, not added to the knowledge base"
+                                   if len(failures) < len(details) else "")
+    return {"links": links, "evidence": evidence, "parts": parts, "hits": hits, "web_searched": True,
+            "web_failure": "; ".join(failures),
+            "trace": step("Searched the web", detail)
+            + step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} ({p.reason})"
+                                            for p in parts))}
+
+
+def merge_web(evidence: list[Hit], hits: list[Hit]) -> list[Hit]:
+    """The evidence with a web search's results after it (they rank below the documents')."""
+    seen = {hit.id for hit in evidence}
+    return evidence + [hit for hit in hits if hit.id not in seen]
+
+
+def with_web_link(state: RagState, links: list[HopLink], index: int, query: str, hit: Hit) -> list[HopLink]:
+    """The chain with a web result as a part's passage: a comparison's side ``index``
+    replaced (its knowledge-base passage did not cover it), or the chain's next hop."""
+    if index >= 0:
+        side = HopLink(state.sub_questions[index], hit, "", 1)
+        sides = list(links[: len(state.sub_questions)])
+        sides += [side] * (len(state.sub_questions) - len(sides))  # a side nothing was found for
+        sides[index] = side
+        return sides + links[len(state.sub_questions):]
+    last = max(links, key=lambda link: link.round, default=None)
+    entity = state.followed[-1] if state.followed else query
+    return [*links, HopLink(entity, hit, last.hit.id if last else "", (last.round if last else 0) + 1)]
+
+
+def after_hop_or_web(state: RagState, runtime: Runtime[RagContext]) -> Literal[
+        "hop_round", "extract_hops", "generate", "grade", "not_found", "web_hops"]:
+    """``hops.after_hop``, with the web searched for a part the rounds left missing."""
+    following = after_hop(state, runtime)
+    if following != "hop_round" and searches_web(state, runtime.context) and uncovered(state, runtime.context):
+        return "web_hops"
+    return following
+
+
+def after_web_hops(state: RagState, runtime: Runtime[RagContext]) -> Literal[
+        "hop_round", "extract_hops", "generate", "grade", "not_found"]:
+    """The hop-by-hop answer from the evidence with the web's results (not found when it
+    still covers none of the parts); a chain the web did not extend is answered from its
+    first round, as the default path answers."""
+    return after_hop(state, runtime)
