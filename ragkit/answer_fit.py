@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from .answer_types import answer_type, holds_answer
+from .answer_types import answer_type, holds_answer, kind_naming_words
 from .citations import MARKER_RE
 from .text import is_cjk_text, search_tokens
 
@@ -36,12 +36,6 @@ _FREQUENCY = re.compile(
     re.IGNORECASE)
 _NAME_RUN = re.compile(r"[A-Z][\w'’&.-]*(?:\s+(?:[A-Z][\w'’&.-]*|of|and|de|van|von))*")
 
-# Words that name the kind of thing asked ("how many", "which year", "what percentage"), not what
-# it is about: an answer says a number or a year, not the word.
-_KIND_NAMING = frozenset(search_tokens(
-    "many much year date time day month decade century number amount percentage type kind name term "
-    "person place long old often far age"))
-_KIND_NAMING_ZH = frozenset("几点 几时 时间 日期 年份 地方 哪些地方 名字 名 几个 多少 几 钱 哪国 国家".split())
 # Measured on the shared sets (each answerable question against its own paragraph, and against
 # another paragraph of the same article that lacks the answer), share of the question's other words
 # left unsaid, rejecting at >= 0.4 / 0.5 / 0.6: squad_notre_dame gold 10.4 % / 4.5 % / 1.1 %, wrong
@@ -115,16 +109,21 @@ def about_subject(sentence: str, cited_text: str, question: str) -> bool:
 
 def unsaid_asked(sentence: str, cited_text: str, question: str) -> list[str]:
     """The question's words (English stems or Chinese jieba words, leaving out those that name
-    the kind asked) that neither ``sentence`` nor ``cited_text`` (the passages it cites, with
-    their titles) say, when they are at least ``UNSAID_SHARE`` of them; [] otherwise."""
+    the kind asked: ``answer_types.kind_naming_words``) that neither ``sentence`` nor
+    ``cited_text`` (the passages it cites, with their titles) say, when they are at least
+    ``UNSAID_SHARE`` of them; [] otherwise."""
     if is_cjk_text(question):
         from .extractive import _word_credit, question_words
 
         said = (MARKER_RE.sub(" ", sentence) + " " + cited_text).lower()
-        wanted = [word for word in question_words(question) if word not in _KIND_NAMING_ZH]
+        words = question_words(question)
+        kinds = kind_naming_words(words, question)
+        wanted = [word for word in words if word not in kinds]
         missing = [word for word in wanted if not _word_credit(word, said)]
         return missing if wanted and len(missing) / len(wanted) >= UNSAID_SHARE else []
-    wanted = [word for word in dict.fromkeys(search_tokens(question)) if word not in _KIND_NAMING]
+    words = list(dict.fromkeys(search_tokens(question)))
+    kinds = kind_naming_words(words, question)
+    wanted = [word for word in words if word not in kinds]
     present = set(search_tokens(MARKER_RE.sub(" ", sentence) + " " + cited_text))
     missing = [word for word in wanted if word not in present]
     return missing if wanted and len(missing) / len(wanted) >= UNSAID_SHARE else []

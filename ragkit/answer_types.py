@@ -7,14 +7,21 @@ passage that holds none cannot answer it ("What is the population of Jan Mayen?"
 that names Jan Mayen only as a station's island). Used by the offline answerer (which
 sentence, which part of it to highlight) and by the evidence grade.
 
-Person and place spans are found for English only (capitalised names); Chinese needs a
-named-entity model for them, so Chinese "who / where" questions get no cue.
+Person and place spans are found in English by capitals; in Chinese, which has none, only
+``says_kind`` looks for them, by jieba's part-of-speech tags (nr: a person's name, ns: a
+place name): too rough to highlight a span, enough to tell a passage that names a person
+from one that names none.
+
+``kind_naming_words``: the words of a question that only name the kind of answer asked for
+("how many", "which year", "价格", "品种"): an answer says a number, a year or a variety, rarely
+the word itself, so neither the grade nor the answer check holds their absence against a text.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .text import is_cjk_text, search_tokens
 
@@ -143,3 +150,57 @@ def holds_answer(text: str, question: str) -> bool | None:
     if kind is None or (kind in (PERSON, PLACE) and is_cjk_text(question)):
         return None
     return bool(typed_spans(text, kind, question))
+
+
+def says_kind(text: str, kind: str | None, question: str) -> bool:
+    """Whether ``text`` says a thing of ``kind`` that ``question`` does not already name: a
+    typed span (see ``typed_spans``) or, for a Chinese person or place, a word jieba tags
+    as one."""
+    if kind in (PERSON, PLACE) and is_cjk_text(question):
+        return any(word not in question for word in _cjk_names(text, _CJK_NAME_TAGS[kind]))
+    return bool(typed_spans(text, kind, question))
+
+
+_CJK_NAME_TAGS = {PERSON: ("nr", "nrfg", "nrt"), PLACE: ("ns",)}
+
+
+@lru_cache(maxsize=1)
+def _jieba_tagger():
+    import logging
+
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba.posseg.dt
+
+
+@lru_cache(maxsize=4096)
+def _cjk_tagged(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple((pair.word, pair.flag) for pair in _jieba_tagger().cut(text))
+
+
+def _cjk_names(text: str, tags: tuple[str, ...]) -> list[str]:
+    """The words of ``text`` jieba tags with one of ``tags`` (two characters or more)."""
+    return [word for word, flag in _cjk_tagged(text) if flag in tags and len(word) >= 2]
+
+
+# Words that name the kind of thing asked, not what it is about. English as search-token stems.
+_KIND_NAMING_LATIN = frozenset(search_tokens(
+    "many much year date time day month decade century number amount percentage type kind name term "
+    "person place long old often far age cost price population"))
+_KIND_NAMING_CJK = frozenset(
+    "几点 几时 时间 日期 年份 地方 哪些地方 名字 名 名称 几个 多少 几 钱 哪国 国家 品种 种类 类型 价格 价钱 票价 "
+    "费用 地址 人口".split())
+
+
+def kind_naming_words(words: list[str], question: str) -> frozenset[str]:
+    """Those of a question's ``words`` (its jieba words for Chinese, search-token stems for
+    English) that only name the kind of answer asked for. In Chinese, a word right before a
+    kind noun narrows the kind ("茶叶品种", tea varieties) and is one too: the answer names a
+    variety ("大红袍") without repeating it."""
+    if not is_cjk_text(question):
+        return frozenset(word for word in words if word in _KIND_NAMING_LATIN)
+    kinds = {word for word in words if word in _KIND_NAMING_CJK}
+    kinds |= {word for word in words for kind in list(kinds) if word + kind in question}
+    return frozenset(kinds)

@@ -178,10 +178,16 @@ class Settings(BaseSettings):
     extractive_chars_latin: int = Field(default=340, ge=40)
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
-    grade_threshold_cjk: float = Field(default=0.46, ge=0, le=1, description="share of a Chinese question's words")
+    grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")
     grade_threshold_latin: float = Field(default=0.54, ge=0, le=1, description="share of an English question's words")
     grade_similarity_threshold: float = Field(
         default=0.615, ge=0, le=1, description="similarity of an English question to the closest sentence")
+    grade_kinds_latin: tuple[Literal["date", "number", "person", "place"], ...] = Field(
+        default=("date", "number", "person", "place"), description="kinds of answer an English question may ask "
+        "for that a passage must say near its subject to count as evidence (cross-validated: scripts/grade_cv.py)")
+    grade_kinds_cjk: tuple[Literal["date", "number", "person", "place"], ...] = Field(
+        default=(), description="the same for Chinese questions (none by default: on the shared set it turned "
+        "answerable questions into 'not found' at every threshold)")
     retrieval_retries: int = Field(default=2, ge=0, le=2, description="extra searches when the evidence is weak")
 
     # agentic mode (issue 16): route, decomposition, hop following, sufficiency per part

@@ -46,10 +46,6 @@ CJK_QUESTION_WORDS = frozenset(
 # "钱" or "点" is never a word the passage must say.
 _CJK_QUESTION_PHRASES = re.compile(
     r"多少钱|几点钟|几点|什么时候|什么地方|有没有|是不是|能不能|可不可以|会不会|要不要|哪里|哪儿")
-# Nouns that name the kind of thing asked ("主要品种是什么", "门票价格是多少"): the answer says the
-# variety or the price, rarely the word itself, so a passage is not faulted for lacking them
-# (credited when it has them).
-CJK_ANSWER_KIND_WORDS = frozenset("品种 种类 类型 名字 名称 价格 价钱 票价 费用 日期 地址".split())
 # "When / how many / how long..." asks for a number, so sentences holding a new one are likelier answers.
 CJK_NUMBER_QUESTION = re.compile(
     r"多少|几|何时|什么时候|哪一年|哪年|年份|哪一天|日期|多大|多高|多长|多重|多远|多久|多深|多宽|第几|时间"

@@ -13,12 +13,14 @@ Before either, answer-type cues: a "when / how many / 多少" question whose pas
 date or number at all cannot be answered from them, and a question asking for a date, a
 number, a person or a place is not answered from passages that only name its subject
 without saying such a thing about it ("What is the population of Jan Mayen?" over a page that
-names Jan Mayen only as a station's island).
+names Jan Mayen only as a station's island; "Who is the head chef of Orbital Kitchen?" over a
+handbook naming no chef). Which kinds are checked is a setting per script (``grade_kinds_latin``,
+``grade_kinds_cjk``), chosen with the thresholds by cross-validation (scripts/grade_cv.py).
 
 A question whose subject the knowledge base never mentions ("the population of Quarnova")
 covers little: its rarest word is missing. The thresholds (``grade_threshold_cjk``,
-``grade_threshold_latin`` and ``grade_similarity_threshold`` in Settings) were calibrated
-on the shared evaluation sets with ``python -m ragkit eval --unanswerable``. A configured
+``grade_threshold_latin`` and ``grade_similarity_threshold`` in Settings) were chosen by
+5-fold cross-validation over both shared sets (scripts/grade_cv.py on ``eval --unanswerable``). A configured
 model grades instead through structured output; when it returns something unusable the
 offline grade decides and the trace says so.
 """
@@ -30,9 +32,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from ..answer_types import DATE, NUMBER, answer_type, typed_spans
+from ..answer_types import answer_type, kind_naming_words, says_kind
 from ..config import Settings
-from ..extractive import CJK_ANSWER_KIND_WORDS, CJK_NUMBER_QUESTION, _word_credit, question_words
+from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
 
@@ -70,23 +72,17 @@ class EvidenceVerdict(BaseModel):
 
 # "How much / how many" only asks for an amount: "much" and "many" are no words a passage must say.
 _HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b", re.IGNORECASE)
-# English nouns (stemmed) that name the kind of thing asked ("What does it cost?", "What is the
-# name of..."): like CJK_ANSWER_KIND_WORDS, credited when a passage has them, never missed.
-LATIN_ANSWER_KIND_WORDS = frozenset(search_tokens("cost price name kind type"))
 
 
 def question_terms(question: str) -> tuple[list[str], frozenset[str]]:
     """The question's informative words (Chinese jieba words, or English stems), each once
-    in question order, and those of them that only name the kind of answer asked for."""
+    in question order, and those of them that only name the kind of answer asked for
+    (``answer_types.kind_naming_words``: credited when a passage has them, never missed)."""
     if is_cjk_text(question):
         words = question_words(question)
-        kinds = {word for word in words if word in CJK_ANSWER_KIND_WORDS}
-        # a word right before a kind noun narrows the kind ("茶叶品种", tea varieties): the answer
-        # names one ("大红袍") without repeating it
-        kinds |= {word for word in words for kind in kinds if word + kind in question}
-        return words, frozenset(kinds)
-    tokens = list(dict.fromkeys(search_tokens(_HOW_MUCH.sub("how", question))))
-    return tokens, frozenset(token for token in tokens if token in LATIN_ANSWER_KIND_WORDS)
+    else:
+        words = list(dict.fromkeys(search_tokens(_HOW_MUCH.sub("how", question))))
+    return words, kind_naming_words(words, question)
 
 
 def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
@@ -136,7 +132,9 @@ def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]
     """The highest embedding similarity between the question and a sentence of the hits
     (among the sentences sharing most words with it), and that sentence."""
     wanted = set(search_tokens(question))
-    sentences = [span.text for hit in hits for span in split_sentences(hit.text) if len(span.text) > 12]
+    # a Markdown heading is a label: a question resembles its subject's title without being answered by it
+    sentences = [span.text for hit in hits for span in split_sentences(hit.text)
+                 if len(span.text) > 12 and not span.text.lstrip().startswith("#")]
     if not sentences or embed is None:
         return 0.0, ""
     sentences.sort(key=lambda s: -len(wanted & set(search_tokens(s))))
@@ -147,28 +145,66 @@ def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]
     return float(similarities[best]), shortlist[best]
 
 
+@dataclass(frozen=True)
+class GradeParts:
+    """What the offline grade measures of the evidence before any threshold is applied."""
+
+    cjk: bool
+    empty: bool  # no passage to grade
+    number_missing: bool  # a date or number is asked for and no passage holds one
+    kind: str | None  # the kind of answer asked for (answer_types)
+    kind_said: bool | None  # a sentence near the subject says a thing of that kind (None: not checked)
+    share: float  # word coverage of the best passage
+    where: int  # that passage's index
+
+
+def grade_parts(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = ()) -> GradeParts:
+    """The threshold-free measures of the best ``PASSAGES_GRADED`` hits for ``question``
+    (``about``: see ``grade_offline``)."""
+    graded = hits[:PASSAGES_GRADED]
+    cjk = is_cjk_text(question)
+    if not graded:
+        return GradeParts(cjk, True, False, None, None, 0.0, -1)
+    number_missing = wants_number(question) and not any(holds_number(hit.text) for hit in graded)
+    share, where = coverage(question, graded, idf)
+    return GradeParts(cjk, False, number_missing, answer_type(question), says_asked_kind(question, graded, idf, about),
+                      share, where)
+
+
 def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings,
                   about: tuple[str, ...] = ()) -> Grade:
     """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
     in ``settings``. ``about``: names that stand for the question's subject too (a chain's
     bridges: the date a chain asks for is said about the thing its last hop reached)."""
-    cjk = is_cjk_text(question)
-    threshold = settings.grade_threshold_cjk if cjk else settings.grade_threshold_latin
-    graded = hits[:PASSAGES_GRADED]
-    if not graded:
+    parts = grade_parts(question, hits, idf, about)
+    decided = parts.empty or parts.number_missing or kind_unsaid(parts, settings)
+    similarity, sentence = (0.0, "") if parts.cjk or decided else \
+        closest_sentence(question, hits[:PASSAGES_GRADED], embed)
+    return grade_from_parts(parts, similarity, sentence, settings)
+
+
+def kind_unsaid(parts: GradeParts, settings: Settings) -> bool:
+    """True when the question asks for a kind of thing the grade checks (``grade_kinds_cjk``,
+    ``grade_kinds_latin``) and no passage says one near its subject."""
+    checked = settings.grade_kinds_cjk if parts.cjk else settings.grade_kinds_latin
+    return parts.kind in checked and parts.kind_said is False
+
+
+def grade_from_parts(parts: GradeParts, similarity: float, sentence: str, settings: Settings) -> Grade:
+    """The grade from its measures (``grade_parts``, and the closest sentence's similarity for
+    English) against the thresholds in ``settings``."""
+    threshold = settings.grade_threshold_cjk if parts.cjk else settings.grade_threshold_latin
+    if parts.empty:
         return Grade(0.0, threshold, "offline", "no passage matched the question")
-    if wants_number(question) and not any(holds_number(hit.text) for hit in graded):
+    if parts.number_missing:
         return Grade(0.0, threshold, "offline", "the question asks for a date or number and no passage holds one")
-    if says_asked_kind(question, graded, idf, about) is False:
-        kind = answer_type(question)
+    if kind_unsaid(parts, settings):
         return Grade(0.0, threshold, "offline",
-                     f"the question asks for a {kind} and no passage says one about its subject")
-    share, where = coverage(question, graded, idf)
-    by_words = Grade(round(share, 3), threshold, "offline",
-                     f"passage {where + 1} contains {share:.0%} of the question's key words")
-    if cjk:
+                     f"the question asks for a {parts.kind} and no passage says one about its subject")
+    by_words = Grade(round(parts.share, 3), threshold, "offline",
+                     f"passage {parts.where + 1} contains {parts.share:.0%} of the question's key words")
+    if parts.cjk:
         return by_words
-    similarity, sentence = closest_sentence(question, graded, embed)
     by_meaning = Grade(round(similarity, 3), settings.grade_similarity_threshold, "offline",
                        f"closest sentence similarity {similarity:.2f}: “{_clip(sentence)}”")
     return max(by_words, by_meaning, key=lambda grade: grade.margin)
@@ -184,31 +220,33 @@ _NUMBER_IN_TEXT = re.compile(
 
 
 SUBJECT_WORDS = 2  # the question's rarest words stand for its subject
-# Person and place names are found by capitals, which misses answers such as "the bishop": measured on
-# the shared English set, gating "who / where" questions on them turned answerable questions into "not
-# found" (answered 0.912 -> 0.832, balanced 0.824 -> 0.814), so only dates and numbers are gated.
-# In Chinese, the same check by passage lowered the shared set's answered share (0.953 -> 0.941) for no
-# gain in "not found" (0.900 -> 0.904): Chinese questions keep only the "no number at all" cue.
-GATED_KINDS = (DATE, NUMBER)
 
 
 def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = ()) -> bool | None:
-    """Whether a passage says a thing of the kind the question asks for (a date or a number:
-    see answer_types and GATED_KINDS) about the question's subject, not only names the
-    subject: the same sentence must hold one of the question's rarest words and such a
-    thing (or one of the names ``about``). English only; None when the question asks for no
-    kind this can check."""
+    """Whether a passage says a thing of the kind the question asks for (a date, a number, a
+    person, a place: ``answer_types.says_kind``) near the question's subject, not only names
+    the subject: in a sentence that holds one of the question's rarest words (a rare word no
+    passage says, such as "chef" in "Who is the head chef of Orbital Kitchen?", is what the
+    question asks about and stays one), or anywhere in a passage under the subject's heading
+    (a sentence after the one naming the subject is not enough: "Charles Babbage was born in
+    1791" after "The Analytical Engine was designed by Charles Babbage"); a sentence holding one of
+    the names ``about`` is about the subject too. None when the question asks for no kind this
+    can check."""
     kind = answer_type(question)
-    if kind not in GATED_KINDS or is_cjk_text(question):
+    if kind is None:
         return None
+    cjk = is_cjk_text(question)
     words, kind_words = question_terms(question)
-    subject = [word for word in words if word not in kind_words]  # stable sort: ties keep question order
-    tokens = set(sorted(subject, key=lambda token: -idf.get(token, 1.0))[:SUBJECT_WORDS])
+    subject = [word for word in words if word not in kind_words]
+    if not subject:
+        return None
+    rarity = (lambda word: word_idf(word, idf)) if cjk else (lambda word: idf.get(word, 1.0))
+    rarest = sorted(subject, key=lambda word: -rarity(word))[:SUBJECT_WORDS]  # stable: ties keep question order
     for hit in hits:
-        titled = bool(tokens & set(search_tokens(hit.section)))  # a passage under the subject's heading
+        titled = names_any(rarest, hit.section, cjk)
         for sentence in split_sentences(hit.text):
-            said = titled or tokens & set(search_tokens(sentence.text)) or _names_any(sentence.text, about)
-            if said and typed_spans(sentence.text, kind, question):
+            named = titled or names_any(rarest, sentence.text, cjk) or _names_any(sentence.text, about)
+            if named and says_kind(sentence.text, kind, question):
                 return True
     return False
 
@@ -216,6 +254,16 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
 def _names_any(text: str, names: tuple[str, ...]) -> bool:
     folded = text.lower()
     return any(name.lower() in folded for name in names)
+
+
+def names_any(words: list[str], text: str, cjk: bool) -> bool:
+    """True when ``text`` says one of ``words`` (Chinese: wholly or in pieces)."""
+    if not text:
+        return False
+    if cjk:
+        folded = text.lower()
+        return any(_word_credit(word, folded) > 0 for word in words)
+    return bool(set(words) & set(search_tokens(text)))
 
 
 def wants_number(question: str) -> bool:
