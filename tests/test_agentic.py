@@ -191,6 +191,19 @@ def test_a_chinese_question_joining_the_thing_asked_for_is_no_comparison():
     assert comparison_sides("T-92理想上可与什么一起串联，组成完整防空火网？") is None
 
 
+@pytest.mark.parametrize("question", ["青岚茶业与自然保护协会的英文名是什么？",  # one name
+                                      "林志远与陈默交好，得到了什么奖励？",  # a clause
+                                      "青岚茶园和白石书院，有哪些活动？"])  # a list, not a choice
+def test_a_chinese_and_that_compares_nothing_is_no_comparison(question):
+    assert comparison_sides(question) is None
+
+
+@pytest.mark.parametrize("question", ["琅溪和碧涧河是否都注入白漪湖？", "男子和女子的平均年收入分别是多少？",
+                                      "红茶和绿茶的区别是什么？", "望潮塔和栖鹤塔，哪一座更高？"])
+def test_a_chinese_choice_both_or_difference_is_a_comparison(question):
+    assert comparison_sides(question) is not None
+
+
 def test_a_chinese_side_is_graded_without_the_comparisons_wording():
     assert side_question("闻笛秋 谁出生得更早") == "闻笛秋 出生"
     assert side_question("砚溪中学 哪一所建校更早") == "砚溪中学 建校"

@@ -32,6 +32,12 @@ _ZH_BOTH = re.compile(rf"^(?P<a>[{CJK_CHAR}A-Za-z0-9]+?)(?:和|与|跟)(?P<b>[{C
                       r"(?P<rest>(?:是否|是不是|都|的).+)$")
 _ZH_ROLE = re.compile(r"^(?:作曲家|诗人|画家|作家|歌手|乐队|公司|学校)")
 _ZH_ASKING = re.compile(r"什么|哪|谁|怎么|多少|几")
+# What the rest of a question says when it compares the two things it joins: a choice between
+# them (哪个/谁/更…), both of them (是否都/同一/分别) or their difference (区别/不同). Without it,
+# "X与Y" is one name ("德国环境与自然保护联盟的英文是什么") or a clause ("长宗我部信亲与信长交好，
+# 得到了什么奖励"), and 哪些/哪几 ask for a list, not a choice.
+_ZH_COMPARES = re.compile(r"哪(?![些几])|谁|更(?![名改换新])|较|相比|比起|是否|是不是|都|同一|相同|一样|分别|区别|"
+                          r"不同|差别|差异|异同|共同")
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ def comparison_sides(question: str) -> Comparison | None:
             return None
         sides = tuple(_ZH_ROLE.sub("", side).strip() for side in (match["a"], match["b"]))
         rest = match["rest"]
+        if not _ZH_COMPARES.search(rest):
+            return None
         if any(_ZH_ASKING.search(side) for side in sides):
             return None  # "T-92可与什么一起串联": 与 joins the thing asked for, not two compared things
         return Comparison(sides, rest) if all(len(s) >= 2 for s in sides) else None
