@@ -192,15 +192,18 @@ _KIND_NAMING_LATIN = frozenset(search_tokens(
 _KIND_NAMING_CJK = frozenset(
     "几点 几时 时间 日期 年份 地方 哪些地方 名字 名 名称 几个 多少 几 钱 哪国 国家 品种 种类 类型 价格 价钱 票价 "
     "费用 地址 人口".split())
+# Kind nouns a word right before narrows ("茶叶品种", "门票价格"): the answer names one of them
+# without repeating that word. Not 时间/人口/多少: "北京人口" asks about 北京, which must be said.
+_NARROWED_KINDS_CJK = frozenset("品种 种类 类型 名字 名称 价格 价钱 票价 费用 日期 地址".split())
 
 
 def kind_naming_words(words: list[str], question: str) -> frozenset[str]:
     """Those of a question's ``words`` (its jieba words for Chinese, search-token stems for
     English) that only name the kind of answer asked for. In Chinese, a word right before a
-    kind noun narrows the kind ("茶叶品种", tea varieties) and is one too: the answer names a
-    variety ("大红袍") without repeating it."""
+    variety, name, price, date or address noun narrows the kind ("茶叶品种", tea varieties) and
+    is one too: the answer names a variety ("大红袍") without repeating it."""
     if not is_cjk_text(question):
         return frozenset(word for word in words if word in _KIND_NAMING_LATIN)
     kinds = {word for word in words if word in _KIND_NAMING_CJK}
-    kinds |= {word for word in words for kind in list(kinds) if word + kind in question}
+    kinds |= {word for word in words for kind in kinds & _NARROWED_KINDS_CJK if word + kind in question}
     return frozenset(kinds)

@@ -3,10 +3,11 @@
 ``record``: the ``eval --unanswerable`` setup of each shared set (half the articles indexed,
 every question asked through the chat graph), keeping what the grade saw for each question
 (its hits, idf, the closest sentence's similarity) and whether the question is answerable.
-``cv``: the grade recomputed from those records for a grid of thresholds; k folds over the
-questions of both sets (stratified by set and answerability); each fold's thresholds are
-chosen on the other folds (best mean of the two sets' balanced accuracy, subject to the answer
-rates the issue asks for) and scored on the fold. Prints the chosen thresholds and the
+``cv``: the grade recomputed from those records for a grid of thresholds and checked kinds;
+per language (each set is one language, and each language's figures depend only on its own
+thresholds), k folds over its questions (stratified by answerability); each fold's choice is
+the best balanced accuracy on the other folds (less any shortfall from the answer rate the
+issue asks for; ``cv-balanced``: balanced accuracy alone), scored on the fold. Prints the chosen thresholds and the
 spread of the held-out figures across folds.
 
     python scripts/grade_cv.py record ../shared/eval/squad_notre_dame.json /tmp/squad.pkl

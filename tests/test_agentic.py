@@ -15,9 +15,10 @@ from ragkit.errors import QuestionError
 from ragkit.eval import run_multihop
 from ragkit.graph.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
 from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
-from ragkit.graph.grading import grade_offline, says_asked_kind
-from ragkit.graph.hops import hops_kept, merge_hits
-from ragkit.graph.state import HopLink
+from ragkit.graph.grading import grade_offline, question_terms, says_asked_kind
+from ragkit.graph.hops import hops_kept, merge_hits, side_link
+from ragkit.graph.state import HopLink, RagState
+from ragkit.graph.web import with_web_link
 from ragkit.history import HistoryManager
 from ragkit.passages import Hit, Passage
 
@@ -202,6 +203,24 @@ def test_a_chinese_and_that_compares_nothing_is_no_comparison(question):
                                       "红茶和绿茶的区别是什么？", "望潮塔和栖鹤塔，哪一座更高？"])
 def test_a_chinese_choice_both_or_difference_is_a_comparison(question):
     assert comparison_sides(question) is not None
+
+
+def test_a_web_result_for_one_side_replaces_that_sides_passage_only():
+    """Sides are found by what was searched, not by position: side A reached nothing, side
+    B did; A's web result must not take B's place."""
+    state = RagState(session_id="s", question="q", sub_questions=["Alpha Tower Which is taller",
+                                                                   "Beta Spire Which is taller"])
+    beta = _hop("Beta Spire Which is taller", "The Beta Spire is 96 metres tall.", title="beta")
+    assert side_link([beta], "Alpha Tower Which is taller") is None
+    web = _hop("ignored", "The Alpha Tower is 214 metres tall.", round_number=2, title="alpha").hit
+    links = with_web_link(state, [beta], 0, "Alpha Tower Which is taller", web)
+    assert side_link(links, "Alpha Tower Which is taller").hit is web
+    assert side_link(links, "Beta Spire Which is taller") is beta
+
+
+def test_chinese_kind_nouns_narrow_only_varieties_names_prices_dates_and_addresses():
+    assert question_terms("北京人口是多少？")[1] == frozenset({"人口"})  # 北京 must still be said
+    assert "茶叶" in question_terms("茶园的主要茶叶品种是什么？")[1]
 
 
 def test_a_chinese_side_is_graded_without_the_comparisons_wording():

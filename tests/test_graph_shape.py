@@ -43,7 +43,7 @@ def test_the_graph_has_these_edges_and_routes():
         ("contextualize", "retrieve", True), ("contextualize", "plan", True), ("plan", "hop_round", False),
         ("hop_round", "hop_round", True), ("hop_round", "extract_hops", True), ("hop_round", "generate", True),
         ("hop_round", "grade", True), ("extract_hops", "record", True), ("extract_hops", "note_web", True),
-        ("hop_round", "web_hops", True), ("web_hops", "hop_round", True), ("web_hops", "extract_hops", True),
+        ("hop_round", "web_hops", True), ("web_hops", "extract_hops", True),
         ("web_hops", "generate", True), ("web_hops", "grade", True),
         ("retrieve", "focus", False), ("focus", "grade", False),
         ("grade", "extract", True), ("grade", "generate", True), ("grade", "rewrite_query", True),

@@ -181,7 +181,8 @@ def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Keep only claims the cited passages support. A generated answer was screened
     sentence by sentence as it streamed (``screening.py``); this checks the answer as
     recorded once more: a sentence that fails is removed (the trace lists it), and an
-    answer none of whose sentences its sources back is replaced by quotes."""
+    answer none of whose sentences its sources back passes the turn to the next model of
+    the chain (``after_check``), after the last to the quotes."""
     if state.mode != "llm":
         return {}
     sources = state.sources

@@ -90,8 +90,7 @@ def build_graph():
     graph.add_edge("plan", "hop_round")
     graph.add_conditional_edges("hop_round", after_hop_or_web,
                                 ["hop_round", "extract_hops", "generate", "grade", "web_hops"])
-    graph.add_conditional_edges("web_hops", after_web_hops,
-                                ["hop_round", "extract_hops", "generate", "grade"])
+    graph.add_conditional_edges("web_hops", after_web_hops, ["extract_hops", "generate", "grade"])
     graph.add_conditional_edges("extract_hops", after_check, ["note_web", "record"])
     graph.add_edge("retrieve", "focus")
     graph.add_edge("focus", "grade")

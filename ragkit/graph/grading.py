@@ -158,17 +158,20 @@ class GradeParts:
     where: int  # that passage's index
 
 
-def grade_parts(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = ()) -> GradeParts:
+def grade_parts(question: str, hits: list[Hit], idf: dict[str, float], about: tuple[str, ...] = (),
+                checked: tuple[str, ...] | None = None) -> GradeParts:
     """The threshold-free measures of the best ``PASSAGES_GRADED`` hits for ``question``
-    (``about``: see ``grade_offline``)."""
+    (``about``: see ``grade_offline``); whether a passage says the kind asked is looked for
+    only when that kind is in ``checked`` (None: every kind; tagging Chinese words costs time)."""
     graded = hits[:PASSAGES_GRADED]
     cjk = is_cjk_text(question)
     if not graded:
         return GradeParts(cjk, True, False, None, None, 0.0, -1)
     number_missing = wants_number(question) and not any(holds_number(hit.text) for hit in graded)
     share, where = coverage(question, graded, idf)
-    return GradeParts(cjk, False, number_missing, answer_type(question), says_asked_kind(question, graded, idf, about),
-                      share, where)
+    kind = answer_type(question)
+    said = says_asked_kind(question, graded, idf, about) if checked is None or kind in checked else None
+    return GradeParts(cjk, False, number_missing, kind, said, share, where)
 
 
 def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings,
@@ -176,7 +179,8 @@ def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, 
     """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
     in ``settings``. ``about``: names that stand for the question's subject too (a chain's
     bridges: the date a chain asks for is said about the thing its last hop reached)."""
-    parts = grade_parts(question, hits, idf, about)
+    checked = settings.grade_kinds_cjk if is_cjk_text(question) else settings.grade_kinds_latin
+    parts = grade_parts(question, hits, idf, about, tuple(checked))
     decided = parts.empty or parts.number_missing or kind_unsaid(parts, settings)
     similarity, sentence = (0.0, "") if parts.cjk or decided else \
         closest_sentence(question, hits[:PASSAGES_GRADED], embed)

@@ -253,7 +253,11 @@ def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links
     passages, settings = context.passages, context.settings
     if len(state.sub_questions) > 1:
         parts = []
-        for part, link in zip(state.sub_questions, links):
+        for part in state.sub_questions:
+            link = side_link(links, part)
+            if link is None:
+                parts.append(PartVerdict(part, False, "no passage was found for it"))
+                continue
             asked = side_question(part)
             verdict = grade_offline(asked, [link.hit], passages.idf(asked), passages.embed_sentences, settings)
             parts.append(PartVerdict(part, verdict.sufficient, verdict.reason))
@@ -264,6 +268,12 @@ def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links
     bridges = tuple(link.entity for link in path[1:])
     verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, settings, bridges)
     return [PartVerdict(question, verdict.sufficient, verdict.reason)]
+
+
+def side_link(links: list[HopLink], part: str) -> HopLink | None:
+    """The passage a comparison's side (its sub-question ``part``) reached, or None: sides
+    are found by what was searched, not by position (a side may have reached nothing)."""
+    return next((link for link in links if link.entity == part and not link.from_id), None)
 
 
 def joined(path: list[HopLink]) -> Hit:
@@ -368,10 +378,13 @@ def comparison_pieces(state: RagState, context: RagContext, number: dict[str, in
     question = state.standalone_question
     comparison = comparison_sides(question)
     sides = comparison.sides if comparison else tuple(state.sub_questions)
-    links = state.links[: len(state.sub_questions)]
+    reached = [(side, part, side_link(state.links, part)) for side, part in zip(sides, state.sub_questions)]
+    reached = [(side, part, link) for side, part, link in reached if link is not None]
+    sides, links = [side for side, _, _ in reached], [link for _, _, link in reached]
     facts = [side_fact(question, part, side, link.hit, context.passages.embed_sentences)
-             for side, part, link in zip(sides, state.sub_questions, links)]
-    decided = verdict(question, comparison, facts, [link.hit for link in links]) if comparison else ""
+             for side, part, link in reached]
+    both = comparison is not None and len(reached) == len(state.sub_questions)
+    decided = verdict(question, comparison, facts, [link.hit for link in links]) if both else ""
     cjk = language(state) == "zh"
     lead = f"{decided}{'。' if cjk else '.'}" if decided else prompts.SIDE_BY_SIDE["zh" if cjk else "en"]
     colon = "：" if cjk else ": "

@@ -45,7 +45,7 @@ from ..websearch import WebResult, search_web
 from . import events, prompts
 from .answering import not_found
 from .context import RagContext
-from .hops import after_hop, answer_evidence, judge_parts, left_unsaid
+from .hops import after_hop, answer_evidence, judge_parts, left_unsaid, side_link
 from .rounds import after_rewrite
 from .state import HopLink, RagState, language, step
 from .sufficiency import after_grade
@@ -200,11 +200,9 @@ def with_web_link(state: RagState, links: list[HopLink], index: int, query: str,
     """The chain with a web result as a part's passage: a comparison's side ``index``
     replaced (its knowledge-base passage did not cover it), or the chain's next hop."""
     if index >= 0:
-        side = HopLink(state.sub_questions[index], hit, "", 1)
-        sides = list(links[: len(state.sub_questions)])
-        sides += [side] * (len(state.sub_questions) - len(sides))  # a side nothing was found for
-        sides[index] = side
-        return sides + links[len(state.sub_questions):]
+        part = state.sub_questions[index]
+        kept = [link for link in links if link is not side_link(links, part)]
+        return [HopLink(part, hit, "", 1), *kept]
     last = max(links, key=lambda link: link.round, default=None)
     entity = state.followed[-1] if state.followed else query
     return [*links, HopLink(entity, hit, last.hit.id if last else "", (last.round if last else 0) + 1)]
@@ -219,9 +217,10 @@ def after_hop_or_web(state: RagState, runtime: Runtime[RagContext]) -> Literal[
     return following
 
 
-def after_web_hops(state: RagState, runtime: Runtime[RagContext]) -> Literal[
-        "hop_round", "extract_hops", "generate", "grade"]:
-    """The hop-by-hop answer from the evidence with the web's results (not found when it
-    still covers none of the parts); a chain the web did not extend is answered from its
-    first round, as the default path answers."""
-    return after_hop(state, runtime)
+def after_web_hops(state: RagState, runtime: Runtime[RagContext]) -> Literal["extract_hops", "generate", "grade"]:
+    """The hop-by-hop answer from the evidence with the web's results; a chain the web did
+    not extend, or evidence that still covers none of the parts, is graded on the first
+    round's passages, as the default path grades them. (No further round: the web is
+    searched only once no bridge is left, and adds none.)"""
+    following = after_hop(state, runtime)
+    return "grade" if following == "hop_round" else following
