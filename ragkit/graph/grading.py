@@ -232,8 +232,9 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
     the subject: in a sentence that holds one of the question's rarest words (a rare word no
     passage says, such as "chef" in "Who is the head chef of Orbital Kitchen?", is what the
     question asks about and stays one), or anywhere in a passage under the subject's heading
-    (a sentence after the one naming the subject is not enough: "Charles Babbage was born in
-    1791" after "The Analytical Engine was designed by Charles Babbage"); a sentence holding one of
+    or in a document whose title names it (a sentence after the one naming the subject is not
+    enough: "Charles Babbage was born in 1791" after "The Analytical Engine was designed by
+    Charles Babbage"); a sentence holding one of
     the names ``about`` is about the subject too. None when the question asks for no kind this
     can check."""
     kind = answer_type(question)
@@ -247,7 +248,9 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
     rarity = (lambda word: word_idf(word, idf)) if cjk else (lambda word: idf.get(word, 1.0))
     rarest = sorted(subject, key=lambda word: -rarity(word))[:SUBJECT_WORDS]  # stable: ties keep question order
     for hit in hits:
-        titled = names_any(rarest, hit.section, cjk)
+        # under the subject's heading, or in a document titled by it ("Aurora Analytics report":
+        # "The company expects to open an office in Osaka" is about Aurora Analytics)
+        titled = names_any(rarest, hit.section, cjk) or names_any(rarest, hit.title, cjk)
         for sentence in split_sentences(hit.text):
             named = titled or names_any(rarest, sentence.text, cjk) or _names_any(sentence.text, about)
             if named and says_kind(sentence.text, kind, question):
