@@ -43,7 +43,7 @@ from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
 from .grading import grade_offline, unsaid, word_idf
 from .rounds import focus_hits
-from .state import Bridge, HopLink, PartVerdict, RagState, add_time, language, step
+from .state import Bridge, HopLink, PartVerdict, RagState, TraceStep, add_time, language, step
 
 
 def plan(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -93,8 +93,7 @@ def hop_round(state: RagState, runtime: Runtime[RagContext]) -> dict:
         trace += step("Hops not kept", "the passages the bridges reached say nothing the first passage left "
                       "unsaid: answered from the first round, as the default path answers")
     if parts:
-        trace += step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} "
-                                               f"({p.reason})" for p in parts))
+        trace += sufficiency_step(parts)
     if parts and not bridges and not covers_a_part(replace(state, parts=parts)):
         trace += step("Hops not kept", "the hops cover no part of the question: the first round's passages are "
                       "graded, as the default path grades them")
@@ -268,6 +267,12 @@ def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links
     bridges = tuple(link.entity for link in path[1:])
     verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, settings, bridges)
     return [PartVerdict(question, verdict.sufficient, verdict.reason)]
+
+
+def sufficiency_step(parts: list[PartVerdict]) -> list[TraceStep]:
+    """The trace's "Sufficiency" step: each part, covered or missing, and why."""
+    return step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} ({p.reason})"
+                                         for p in parts))
 
 
 def side_link(links: list[HopLink], part: str) -> HopLink | None:

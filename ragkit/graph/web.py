@@ -45,7 +45,7 @@ from ..websearch import WebResult, search_web
 from . import events, prompts
 from .answering import not_found
 from .context import RagContext
-from .hops import after_hop, answer_evidence, judge_parts, left_unsaid, side_link
+from .hops import after_hop, answer_evidence, judge_parts, left_unsaid, side_link, sufficiency_step
 from .rounds import after_rewrite
 from .state import HopLink, RagState, language, step
 from .sufficiency import after_grade
@@ -186,8 +186,7 @@ def web_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     return {"links": links, "evidence": evidence, "parts": parts, "hits": hits, "web_searched": True,
             "web_failure": "; ".join(failures),
             "trace": step("Searched the web", detail)
-            + step("Sufficiency", "; ".join(f"“{p.part}”: {'covered' if p.sufficient else 'missing'} ({p.reason})"
-                                            for p in parts))}
+            + sufficiency_step(parts)}
 
 
 def merge_web(evidence: list[Hit], hits: list[Hit]) -> list[Hit]:
