@@ -276,6 +276,15 @@ def test_a_failing_provider_leaves_the_side_missing_and_says_why(settings, kb, m
     assert "214 metres" in turn.answer  # what is known is still answered
 
 
+def test_when_neither_side_is_found_anywhere_not_found_says_why_the_web_did_not_help(settings, kb):
+    kb.ingest(b"The Harbour Museum opened in 1902 and shows ship models.", filename="museum.txt")
+    question = "Which is taller, the Sundergate Tower or the Wrayburn Spire?"
+    with SearxServer(status=500) as provider:
+        turn = web_engine(settings, kb, provider.url).ask("f", question, mode="agentic")
+    assert not turn.found and turn.sources == []
+    assert "The web search did not help either: " in turn.answer and "refused the query (500)" in turn.answer
+
+
 def test_with_a_model_the_web_hop_is_in_the_prompt_and_cited_as_web(settings, lovelace_only):
     reply = Reply("The Analytical Engine was designed by Charles Babbage [1], who was born in London [2].")
     with SearxServer(BABBAGE_WEB) as searx, ScriptedOpenAIServer(scripted(answer=reply)) as server:

@@ -232,6 +232,8 @@ def not_found(state: RagState, runtime: Runtime[RagContext]) -> dict:
         elsewhere = best_outside(runtime.context, question, scope(state.filters))
         if elsewhere:
             text += prompts.ELSEWHERE_NOTE[lang].format(title=elsewhere)
+    if state.web_failure:  # agentic hops whose missing parts the web did not cover either
+        text += prompts.WEB_FAILED_NOTE[lang].format(reason=state.web_failure)
     closest = sources_from_hits(best_hits[:CLOSEST_MATCHES])
     runtime.stream_writer(events.sources(closest, False))
     runtime.stream_writer(events.token(text))
