@@ -45,7 +45,7 @@ from ..websearch import WebResult, search_web
 from . import events, prompts
 from .answering import not_found
 from .context import RagContext
-from .hops import after_hop, answer_evidence, judge_parts, left_unsaid, side_link, sufficiency_step
+from .hops import after_hop, answer_evidence, hops_kept, judge_parts, left_unsaid, side_link, sufficiency_step
 from .rounds import after_rewrite
 from .state import HopLink, RagState, language, step
 from .sufficiency import after_grade
@@ -161,6 +161,7 @@ def web_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     where = urlparse(settings.web_search_url or "").netloc
     runtime.stream_writer(events.status("Part of the question is not in your documents: searching the web…"))
     links, evidence, details, failures, found = list(state.links), list(state.evidence), [], [], 1
+    from_web: list[Hit] = []
     for index, query in uncovered(state, context):
         try:
             results = search_web(settings, query)
@@ -172,6 +173,7 @@ def web_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
             details.append(f"“{query}”: failed: {reason}")
             continue
         hits = web_hits(results, found)
+        from_web += hits
         found += len(hits)
         evidence = merge_web(evidence, hits)
         links = with_web_link(state, links, index, query, hits[0])
@@ -181,6 +183,11 @@ def web_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     parts = judge_parts(searched, context, evidence, links)
     idf = context.passages.idf(state.standalone_question)
     hits = answer_evidence(replace(searched, parts=parts), settings.agentic_evidence, idf)
+    question = state.standalone_question
+    if len(state.sub_questions) == 1 and not hops_kept(question, links, idf) and from_web:
+        # the web's page says nothing about the bridge it was searched for: no hop, but an
+        # answer to the question may be on it; graded next, as the default path's web search is
+        hits = from_web
     detail = "; ".join(details) + ("; used for this answer only, not added to the knowledge base"
                                    if len(failures) < len(details) else "")
     return {"links": links, "evidence": evidence, "parts": parts, "hits": hits, "web_searched": True,
