@@ -78,11 +78,7 @@ def web_search(state: RagState, runtime: Runtime[RagContext]) -> dict:
     question = state.best.question if state.best else state.standalone_question
     runtime.stream_writer(events.status("Your documents do not answer it: searching the web…"))
     where = urlparse(settings.web_search_url or "").netloc
-    try:
-        results = search_web(settings, question)
-        reason = f"no result from {where} for “{question}”" if not results else ""
-    except WebSearchFailed as exc:
-        results, reason = [], str(exc)
+    results, reason = ask_web(settings, question)
     if results:
         hosts = ", ".join(dict.fromkeys(urlparse(r.url).netloc for r in results))
         detail = (f"the documents do not answer it: {len(results)} results from {where} for “{question}” "
@@ -95,6 +91,16 @@ def web_search(state: RagState, runtime: Runtime[RagContext]) -> dict:
     runtime.stream_writer(events.token(note))
     return update | {"answer": update["answer"] + note, "web_searched": True,
                      "trace": step("Searched the web", f"failed: {reason}") + update["trace"]}
+
+
+def ask_web(settings, query: str) -> tuple[list[WebResult], str]:
+    """The provider's results for ``query``, or none and why (it failed, or found nothing)."""
+    try:
+        results = search_web(settings, query)
+    except WebSearchFailed as exc:
+        return [], str(exc)
+    where = urlparse(settings.web_search_url or "").netloc
+    return results, "" if results else f"no result from {where} for “{query}”"
 
 
 def after_web(state: RagState) -> Literal["grade", "record"]:
@@ -163,11 +169,7 @@ def web_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     links, evidence, details, failures, found = list(state.links), list(state.evidence), [], [], 1
     from_web: list[Hit] = []
     for index, query in uncovered(state, context):
-        try:
-            results = search_web(settings, query)
-            reason = f"no result from {where} for “{query}”" if not results else ""
-        except WebSearchFailed as exc:
-            results, reason = [], str(exc)
+        results, reason = ask_web(settings, query)
         if not results:
             failures.append(reason.rstrip("."))
             details.append(f"“{query}”: failed: {reason}")
