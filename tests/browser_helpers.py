@@ -178,33 +178,47 @@ def table_row_of(page, text: str) -> int:
     cell's text with its position (data-testid glide-cell-<column>-<row>)."""
     cell = page.get_by_test_id("stDataFrame").locator("td[role=gridcell]").filter(has_text=text).first
     cell.wait_for(state="attached")
+    return row_of_cell(cell)
+
+
+def row_of_cell(cell) -> int:
+    """The 0-based table row of an accessible grid cell (its data-testid ends with the row)."""
     return int(cell.get_attribute("data-testid").rsplit("-", 1)[1])
 
 
 def select_row(page, text: str) -> None:
-    """Select the documents table's row that shows ``text``, with the keyboard, and wait for the
-    detail panel and the selected row (never by screen position: the row is found by its
-    content). A table redrawn with a new row between finding the row and selecting it (a busy
-    machine) moves the row: the selection is checked and the cursor moved again."""
+    """Select the documents table's row that shows ``text``, and only it, with the keyboard, and
+    wait for the detail panel and the selected row (never by screen position: the row is found by
+    its content). A table redrawn with a new row between finding the row and selecting it (a busy
+    machine) moves the row, so the row under the cursor was selected instead: that row is
+    unselected again and the cursor moved to where the wanted row is now."""
     grid = page.get_by_test_id("data-grid-canvas")
     selected = page.get_by_test_id("stDataFrame").locator("tr[aria-selected=true]")
     grid.focus()
     page.keyboard.press("ArrowRight")  # the grid's cursor enters the first row
-    cursor = None
+    cursor = 0
+
+    def toggle(row: int) -> None:  # Shift+Space selects the cursor's row, or unselects it
+        nonlocal cursor
+        grid.focus()
+        for _ in range(abs(row - cursor)):
+            page.keyboard.press("ArrowDown" if row > cursor else "ArrowUp")
+        cursor = row
+        page.keyboard.press("Shift+Space")
+
     for _ in range(3):
-        row = table_row_of(page, text)
-        if row != cursor:  # (on the row already selected, Shift+Space would unselect it)
-            grid.focus()
-            for _ in range(abs(row - (cursor or 0))):
-                page.keyboard.press("ArrowDown" if row > (cursor or 0) else "ArrowUp")
-            cursor = row
-            page.keyboard.press("Shift+Space")  # select the cursor's row
+        for wrong in selected.filter(has_not_text=text).all():
+            toggle(row_of_cell(wrong.locator("td[role=gridcell]").first))
+        if selected.filter(has_text=text).count() == 0:
+            toggle(table_row_of(page, text))
             page.get_by_text("Preview passages").wait_for()
         try:
+            expect(selected).to_have_count(1, timeout=10_000)
             expect(selected).to_contain_text(text, timeout=10_000)
             return
         except AssertionError:
             continue
+    expect(selected).to_have_count(1)
     expect(selected).to_contain_text(text)
 
 
