@@ -106,9 +106,12 @@ class Settings(BaseSettings):
         default=False, description="also search offline variants of the question (its rarer words, its names) "
         "and fuse the rankings by reciprocal rank")
     reranker: str = Field(
-        default="none", description="none; sentences (offline: the query's similarity to each candidate's closest "
-        "sentence); or the directory of a local sentence-transformers CrossEncoder")
+        default="none", description="none; sentences (offline: each candidate's best sentence, by the share of the "
+        "query's words it holds plus its similarity to the query); or the directory of a local sentence-transformers CrossEncoder")
     rerank_depth: int = Field(default=10, ge=2, le=200, description="how many of the best candidates are reranked")
+    rerank_weight: float = Field(
+        default=0.75, ge=0, le=10, description="the sentences reranker: how much a candidate's best sentence counts "
+        "beside its fused score (both as standard scores over the reranked candidates)")
     exact_first: bool = Field(
         default=True, description="passages holding every identifier (letters and digits) and quoted phrase of "
         "the query rank first")

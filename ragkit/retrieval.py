@@ -193,7 +193,7 @@ class Retriever:
         self._embedder = embedder
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
-        self.reranker = make_reranker(settings.reranker, embedder)
+        self.reranker = make_reranker(settings.reranker, embedder, lexical.idf, settings.rerank_weight)
         self.dense_error = ""  # why the last vector search failed ("" when it worked)
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
