@@ -107,7 +107,8 @@ class Settings(BaseSettings):
         "and fuse the rankings by reciprocal rank")
     reranker: str = Field(
         default="none", description="none; sentences (offline: each candidate's best sentence, by the share of the "
-        "query's words it holds plus its similarity to the query); or the directory of a local sentence-transformers CrossEncoder")
+        "query's words it holds plus its similarity to the query); or the directory of a local "
+        "sentence-transformers CrossEncoder")
     rerank_depth: int = Field(default=10, ge=2, le=200, description="how many of the best candidates are reranked")
     rerank_weight: float = Field(
         default=0.75, ge=0, le=10, description="the sentences reranker: how much a candidate's best sentence counts "

@@ -6,7 +6,6 @@ import numpy as np
 from ragkit.rerank import SentenceReranker, make_reranker, word_shares
 
 
-
 def even(words):
     return {word: 1.0 for word in words}
 
