@@ -99,15 +99,17 @@ def test_a_sentence_of_the_document_a_sentence_names_is_linked_with_it():
 
 def test_the_next_link_is_quoted_though_it_repeats_the_question_words_a_quote_already_says():
     question = set(search_tokens("酿造枫露春黄酒的酒厂是由谁创办的？"))
-    chosen = [(c, c.text) for c in (Candidate("槐冈酿造厂是一家酱油厂，由郁长青于1950年创办。", 2, 1, subject="槐冈酿造厂"),
-                                    Candidate("它由槐岗酒厂酿造。", 0, 1, subject="枫露春"))]
+    other_brewery = Candidate("槐冈酿造厂是一家酱油厂，由郁长青于1950年创办。", 2, 1, subject="槐冈酿造厂")
+    made_by = Candidate("它由槐岗酒厂酿造。", 0, 1, subject="枫露春")
+    chosen = [(other_brewery, other_brewery.text), (made_by, made_by.text)]
     founded = Candidate("酒厂由闵守诚于1910年创办。", 1, 1, subject="槐岗酒厂")
     assert adds_to(chosen, founded, question)  # 酒厂 and 创办 are said, but of another brewery
     assert not adds_to(chosen, Candidate("酒厂由郁长青经营。", 2, 2, subject="槐冈酿造厂"), question)
 
 
 def test_a_chinese_answer_follows_the_bridge_to_the_designers_birth_year():
-    hits = [titled("静篁园是一座以竹林和水池为主景的私家园林。园林由建筑师严慕白于1948年设计，历时三年才全部建成。", "静篁园"),
+    hits = [titled("静篁园是一座以竹林和水池为主景的私家园林。园林由建筑师严慕白于1948年设计，历时三年建成。",
+                   "静篁园"),
             titled("严慕白是一位建筑师，1908年出生于一个木匠家庭。他一生设计了二十多座园林。", "严慕白", 1),
             titled("静竹园是一座城市公园，由园艺师冯晓川设计。冯晓川出生于1921年，曾主持园林绿化工程。", "静竹园", 2)]
     answer = extractive_answer("静篁园的设计者出生于哪一年？", hits, Settings())
