@@ -70,7 +70,7 @@ class Weights:
     add_next_sentence: bool
     split_budget: float = 0.0  # >0: the best sentence takes at most this share when a runner-up is close
     local_rarity: bool = False  # English: question words also weighted by their rarity among the candidates
-    carry: float = 0.0  # share of the question words a sentence that refers back gets from the one before
+    carry: float = 0.0  # share of the question words a sentence that refers back (or a linked one) gets
     new_words_only: bool = False  # further sentences must say a question word the quoted ones lack, or the kind asked
 
 
@@ -92,6 +92,7 @@ class Candidate:
     source_index: int  # 0-based index into the hits
     order: int  # sentence position within the chunk
     answer_spans: list = field(default_factory=list)  # parts of the kind the question asks for
+    subject: str = ""  # its document's title, when the question does not name it (see ``linked``)
     lexical: float = 0.0
     semantic: float = 0.0
     score: float = 0.0
@@ -107,18 +108,40 @@ class ExtractiveAnswer:
     found: bool = True
 
 
-def _candidates(hits: list[Hit]) -> list[Candidate]:
+def _candidates(hits: list[Hit], question: str = "") -> list[Candidate]:
     """The sentences of the hits, each once: overlapping chunks repeat their border sentences."""
     found, seen = [], set()
     for index, hit in enumerate(hits):
+        subject = hit.title.strip() if hit.title and not names(hit.title, question) else ""
         for order, span in enumerate(split_sentences(hit.context.text)):
             if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
                 continue
             text = span.text.strip()
             if sum(ch.isalnum() for ch in text) >= 2 and (hit.doc_id, text) not in seen:
                 seen.add((hit.doc_id, text))
-                found.append(Candidate(text, index, order))
+                found.append(Candidate(text, index, order, subject=subject))
     return found
+
+
+def names(title: str, text: str) -> bool:
+    """True when ``text`` says ``title`` whole (a Latin title as whole words, any case)."""
+    title = title.strip()
+    if len(title) < 2:
+        return False
+    if is_cjk_text(title):
+        return title in text
+    return re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def linked(one: Candidate, other: Candidate) -> bool:
+    """True when one of two sentences of different documents names the other's document (its
+    title, which the question does not name): links of one chain. "The pottery was founded by
+    Agnes Tolland" and "She died in 1934" in Agnes Tolland's document answer "When did the
+    founder of the pottery die?" together."""
+    if one.source_index == other.source_index or one.subject == other.subject:
+        return False
+    return bool(one.subject and names(one.subject, other.text) and one.text != one.subject) or \
+        bool(other.subject and names(other.subject, one.text) and other.text != other.subject)
 
 
 def _lexical_scorer(question_tokens: list[str], idf: dict[str, float],
@@ -184,17 +207,34 @@ def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], 
     """Each sentence's lexical score; one that refers back (``refers_back``) is also scored
     with the sentence before it, whose subject it speaks of, and gets ``carry`` of the gain:
     "It was founded in 1986" answers "When was the Kroc Institute founded?" after the
-    sentence naming the institute."""
+    sentence naming the institute. Likewise a sentence of a document that another sentence
+    names by its title speaks of what that sentence says of it (with the sentence before the
+    naming one, when that points back): "She died in 1934", in Agnes Tolland's document,
+    answers "When did the founder of Drennick Pottery die?" after "It was founded by Agnes
+    Tolland" (see ``linked``)."""
     for candidate in candidates:
         candidate.lexical = score(candidate.text)
     if not carry:
         return
     before = {(c.source_index, c.order): c for c in candidates}
+    context = {}  # what each sentence speaks of: the sentence before it too, when it points back
     for candidate in candidates:
         previous = before.get((candidate.source_index, candidate.order - 1))
+        context[id(candidate)] = candidate.text
         if previous is not None and refers_back(candidate.text):
-            joined = score(previous.text + " " + candidate.text)
+            context[id(candidate)] = previous.text + " " + candidate.text
+            joined = score(context[id(candidate)])
             candidate.lexical += carry * max(0.0, joined - candidate.lexical)
+    gains = {}
+    for candidate in candidates:
+        if not candidate.subject or candidate.text == candidate.subject:
+            continue
+        namers = [other for other in candidates if other.subject != candidate.subject
+                  and names(candidate.subject, other.text)]
+        joined = max((score(context[id(other)] + " " + candidate.text) for other in namers), default=0.0)
+        gains[id(candidate)] = carry * max(0.0, joined - candidate.lexical)
+    for candidate in candidates:
+        candidate.lexical += gains.get(id(candidate), 0.0)
 
 
 def _mark_answer_spans(question: str, candidates: list[Candidate]) -> None:
@@ -272,7 +312,7 @@ def extractive_answer(
     budget = settings.extractive_chars_cjk if cjk else settings.extractive_chars_latin
     weights = CJK_WEIGHTS if cjk else LATIN_WEIGHTS
     question_tokens = search_tokens(question)
-    candidates = _candidates(hits)
+    candidates = _candidates(hits, question)
     wording = asked if asked and search_tokens(asked) else question
     scorer = (_local_lexical_scorer(wording, candidates) if weights.lexical_local
               else _lexical_scorer(search_tokens(wording), idf or {}, candidates if weights.local_rarity else None))
@@ -301,15 +341,30 @@ def extractive_answer(
 def _select(
     candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights
 ) -> list[tuple[Candidate, str]]:
-    """Best sentences first while they fit; the best one may bring the sentence after it."""
+    """Best sentences first while they fit; the best one may bring the sentence after it. A
+    sentence passed over as adding nothing (``adds_to``) is quoted after all once a sentence
+    it is ``linked`` with is: the answer's next link, whatever it repeats."""
     ranked = sorted(candidates, key=lambda c: -c.score)
     chosen: list[tuple[Candidate, str]] = []
+    waiting: list[Candidate] = []
     used = 0
 
     def take(candidate: Candidate, text: str) -> None:
         nonlocal used
         chosen.append((candidate, text))
         used += len(text) + len(f"[{candidate.source_index + 1}]")
+
+    def take_further(candidate: Candidate) -> None:
+        room = budget - used - len(f"[{candidate.source_index + 1}]")
+        if len(candidate.text) <= room:
+            take(candidate, candidate.text)
+        elif weights.split_budget and room >= MIN_WINDOW:
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
+        else:
+            return
+        for other in [w for w in waiting if linked(w, candidate)]:
+            waiting.remove(other)
+            take_further(other)
 
     for candidate in ranked:
         room = budget - used - len(f"[{candidate.source_index + 1}]")
@@ -318,6 +373,7 @@ def _select(
         if any(candidate is existing for existing, _ in chosen):
             continue
         if chosen and weights.new_words_only and not adds_to(chosen, candidate, question_tokens):
+            waiting.append(candidate)
             continue
         if not chosen:
             runner_up = next((c for c in ranked if c is not candidate), None)
@@ -329,17 +385,19 @@ def _select(
                 following = _next_sentence(candidates, candidate)
                 if following is not None and used + len(following.text) + 4 <= budget:
                     take(following, following.text)
-        elif len(candidate.text) <= room:
-            take(candidate, candidate.text)
-        elif weights.split_budget and room >= MIN_WINDOW:
-            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
+        else:
+            take_further(candidate)
     return chosen
 
 
 def adds_to(chosen: list[tuple[Candidate, str]], candidate: Candidate, question_tokens: set[str]) -> bool:
     """True when ``candidate`` says one of the question's words the ``chosen`` quotes do not,
-    or a thing of the kind asked when none of them holds one: otherwise quoting it only
-    repeats what the answer already says about the subject."""
+    or a thing of the kind asked when none of them holds one, or is ``linked`` with one of
+    them (it speaks of what a quote names, or names what a quote speaks of: another subject,
+    the next link of the answer): otherwise quoting it only repeats what the answer already
+    says about the subject."""
+    if any(linked(candidate, existing) for existing, _ in chosen):
+        return True
     said = set().union(*(search_tokens(text) for _, text in chosen))
     if (question_tokens - said) & set(search_tokens(candidate.text)):
         return True

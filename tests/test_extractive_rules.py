@@ -12,6 +12,8 @@ from ragkit.extractive import (
     _lexical_scores,
     adds_to,
     extractive_answer,
+    linked,
+    names,
     refers_back,
 )
 from ragkit.passages import Hit, Passage
@@ -73,3 +75,67 @@ def test_a_chinese_answer_leaves_out_a_sentence_that_only_repeats_the_subject():
     assert "福建省武夷山市" in answer.text and answer.text.startswith("青岚茶园位于")
     assert "很有名" not in answer.text and "欢迎游客" not in answer.text
     assert not answer.sources[1].cited
+
+
+def titled(text, title, n=0):
+    """A passage of the document titled ``title`` (its own document), ranked ``n``-th."""
+    return Hit(Passage(text, 1, n, 0, len(text), 0, doc_id=title, version=1), title, f"{title}.txt", "txt",
+               1.0 - n / 10)
+
+
+def test_a_sentence_of_the_document_a_sentence_names_is_linked_with_it():
+    made_by = Candidate("它由槐岗酒厂酿造。", 0, 1, subject="枫露春")
+    founded = Candidate("酒厂由闵守诚于1910年创办。", 1, 1, subject="槐岗酒厂")
+    other_brewery = Candidate("槐冈酿造厂是一家酱油厂，由郁长青于1950年创办。", 2, 1, subject="槐冈酿造厂")
+    assert linked(made_by, founded) and linked(founded, made_by)  # either way round
+    assert not linked(made_by, other_brewery)  # a like name is not the name
+    assert not linked(founded, Candidate("槐岗酒厂至今保留传统工艺。", 1, 2, subject="槐岗酒厂"))  # same document
+    # a title the question names is the question's own subject, no link
+    assert not linked(Candidate("酒厂由闵守诚于1910年创办。", 1, 1), made_by)
+    assert not linked(made_by, Candidate("槐岗酒厂", 1, 0, subject="槐岗酒厂"))  # the title line says nothing
+    assert names("Agnes Tolland", "It was founded by agnes tolland in 1882.")
+    assert not names("Fell", "Corin Fellowes grew up on Marra.")  # whole words only
+
+
+def test_the_next_link_is_quoted_though_it_repeats_the_question_words_a_quote_already_says():
+    question = set(search_tokens("酿造枫露春黄酒的酒厂是由谁创办的？"))
+    other_brewery = Candidate("槐冈酿造厂是一家酱油厂，由郁长青于1950年创办。", 2, 1, subject="槐冈酿造厂")
+    made_by = Candidate("它由槐岗酒厂酿造。", 0, 1, subject="枫露春")
+    chosen = [(other_brewery, other_brewery.text), (made_by, made_by.text)]
+    founded = Candidate("酒厂由闵守诚于1910年创办。", 1, 1, subject="槐岗酒厂")
+    assert adds_to(chosen, founded, question)  # 酒厂 and 创办 are said, but of another brewery
+    assert not adds_to(chosen, Candidate("酒厂由郁长青经营。", 2, 2, subject="槐冈酿造厂"), question)
+
+
+def test_a_chinese_answer_follows_the_bridge_to_the_designers_birth_year():
+    hits = [titled("静篁园是一座以竹林和水池为主景的私家园林。园林由建筑师严慕白于1948年设计，历时三年建成。",
+                   "静篁园"),
+            titled("严慕白是一位建筑师，1908年出生于一个木匠家庭。他一生设计了二十多座园林。", "严慕白", 1),
+            titled("静竹园是一座城市公园，由园艺师冯晓川设计。冯晓川出生于1921年，曾主持园林绿化工程。", "静竹园", 2)]
+    answer = extractive_answer("静篁园的设计者出生于哪一年？", hits, Settings())
+    assert "严慕白于1948年设计" in answer.text and "1908年出生" in answer.text
+
+
+def test_a_sentence_of_a_named_document_shares_the_question_words_of_the_sentence_naming_it():
+    opening = Candidate("Drennick Pottery is a pottery workshop.", 0, 0, subject="")
+    founded = Candidate("It was founded in 1882 by Agnes Tolland.", 0, 1, subject="")
+    died = Candidate("She died in 1934.", 1, 2, subject="Agnes Tolland")
+    other = Candidate("Samuel Orde died in 1912.", 2, 1, subject="Samuel Orde")
+    score = _lexical_scorer(search_tokens("In what year did the founder of Drennick Pottery die?"), {})
+    _lexical_scores([opening, founded, died, other], score, carry=0.5)
+    alone = score(died.text)
+    assert died.lexical == alone + 0.5 * (score(" ".join((opening.text, founded.text, died.text))) - alone)
+    assert died.lexical > other.lexical == score(other.text)  # no sentence names Samuel Orde
+
+
+def test_an_english_answer_follows_the_bridge_to_the_founders_death():
+    hits = [titled("Drennick Pottery is a pottery workshop known for its jugs. It was founded in 1882 by Agnes "
+                   "Tolland in a converted barn.", "Drennick Pottery"),
+            titled("Brennick Pottery is a studio pottery founded in 1978 by Gordon Lyle. Lyle died in 2001.",
+                   "Brennick Pottery", 1),
+            titled("Drennick Glassworks was a glass factory founded in 1870 by Samuel Orde, who died in 1912.",
+                   "Drennick Glassworks", 2),
+            titled("Agnes Tolland was a potter and teacher, born in 1851. She taught at the village school. "
+                   "She died in 1934 and was buried in the churchyard.", "Agnes Tolland", 3)]
+    answer = extractive_answer("In what year did the founder of Drennick Pottery die?", hits, Settings())
+    assert "Agnes Tolland" in answer.text and "died in 1934" in answer.text
