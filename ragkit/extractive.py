@@ -27,7 +27,9 @@ from .text import (
     chinese_words,
     is_cjk_text,
     search_tokens,
+    share_scorer,
     split_sentences,
+    title_positions,
     word_runs,
 )
 
@@ -124,13 +126,18 @@ def _candidates(hits: list[Hit], question: str = "") -> list[Candidate]:
 
 
 def names(title: str, text: str) -> bool:
-    """True when ``text`` says ``title`` whole (a Latin title as whole words, any case)."""
-    title = title.strip()
-    if len(title) < 2:
-        return False
-    if is_cjk_text(title):
-        return title in text
-    return re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.IGNORECASE) is not None
+    """True when ``text`` names the document title ``title`` (``text.title_positions``); a
+    one-word Latin title only where no sentence starts, since any word is capitalised there
+    ("About 300 people came" names no page titled "About")."""
+    positions = title_positions(title, text)
+    if is_cjk_text(title) or len(title.split()) > 1:
+        return bool(positions)
+    return any(not _starts_sentence(text, position) for position in positions)
+
+
+def _starts_sentence(text: str, position: int) -> bool:
+    before = text[:position].rstrip(" \t\"'“‘(")
+    return not before or before[-1] in ".!?\n"
 
 
 def linked(one: Candidate, other: Candidate) -> bool:
@@ -157,8 +164,7 @@ def _lexical_scorer(question_tokens: list[str], idf: dict[str, float],
         total = len(token_sets)
         weights = {t: w * math.log(1 + total / (1 + sum(t in tokens for tokens in token_sets)))
                    for t, w in weights.items()}
-    mass = sum(weights.values()) or 1.0
-    return lambda text: sum(weights[t] for t in wanted & set(search_tokens(text))) / mass
+    return share_scorer(weights)
 
 
 def question_words(question: str) -> list[str]:
@@ -225,16 +231,24 @@ def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], 
             context[id(candidate)] = previous.text + " " + candidate.text
             joined = score(context[id(candidate)])
             candidate.lexical += carry * max(0.0, joined - candidate.lexical)
-    gains = {}
-    for candidate in candidates:
-        if not candidate.subject or candidate.text == candidate.subject:
-            continue
-        namers = [other for other in candidates if other.subject != candidate.subject
-                  and names(candidate.subject, other.text)]
-        joined = max((score(context[id(other)] + " " + candidate.text) for other in namers), default=0.0)
-        gains[id(candidate)] = carry * max(0.0, joined - candidate.lexical)
+    gains = _bridge_gains(candidates, score, context, carry)
     for candidate in candidates:
         candidate.lexical += gains.get(id(candidate), 0.0)
+
+
+def _bridge_gains(candidates: list[Candidate], score: Callable[[str], float], context: dict[int, str],
+                  carry: float) -> dict[int, float]:
+    """What each sentence of a document named by other sentences gains when it is scored with
+    the best of them (``context``: what each sentence speaks of), by ``carry``."""
+    namers_of = {}  # subject -> the sentences of other documents naming it
+    for subject in {c.subject for c in candidates if c.subject}:
+        namers_of[subject] = [other for other in candidates if other.subject != subject and names(subject, other.text)]
+    gains = {}
+    for candidate in candidates:
+        namers = namers_of.get(candidate.subject, []) if candidate.text != candidate.subject else []
+        joined = max((score(context[id(other)] + " " + candidate.text) for other in namers), default=0.0)
+        gains[id(candidate)] = carry * max(0.0, joined - candidate.lexical)
+    return gains
 
 
 def _mark_answer_spans(question: str, candidates: list[Candidate]) -> None:

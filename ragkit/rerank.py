@@ -8,8 +8,8 @@
   one sentence and the asked thing in another, or whose words match but mean something
   else, scores lower. The standard score of that sentence score, times ``rerank_weight``, is
   added to the fused one's. Measured on the shared English set (top 10 reranked, weight
-  0.75): hit@1 0.825 -> 0.881, MRR@10 0.894 -> 0.924 (the cosine alone, the earlier
-  reranker: 0.840 / 0.903; the word share alone: 0.848 / 0.905). It embeds the candidates'
+  0.75, ``eval``): hit@1 0.825 -> 0.877, MRR@10 0.894 -> 0.922 (replayed on stored candidates:
+  the cosine alone, the earlier reranker, 0.840 / 0.903; the word share alone 0.848 / 0.905). It embeds the candidates'
   sentences at query time (each sentence once: they are remembered): about 1.7 s a search when
   none is remembered yet on this 2-core machine (``bench --quick`` search p50 0.9-1.0 s against
   7-23 ms without it), so it is off by default.
@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import Settings
 from .errors import RagkitError
-from .text import search_tokens, split_sentences
-
-DEFAULT_RERANK_WEIGHT = 0.75  # Settings.rerank_weight's default, for callers without settings
+from .text import search_tokens, share_scorer, split_sentences
 
 
 class RerankerError(RagkitError):
@@ -42,23 +41,19 @@ def standard(values) -> np.ndarray:
     return (array - array.mean()) / spread if spread > 1e-9 else np.zeros_like(array)
 
 
-def word_shares(query: str, sentences: list[str], idf) -> np.ndarray:
-    """For each sentence, the share of the query's word weight it holds: the summed idf of
-    the query's distinct search tokens found in it over their total (0 for a query without
-    words). ``idf`` maps a list of tokens to their idf (``LexicalIndex.idf``)."""
+def word_share_scorer(query: str, idf):
+    """A function giving the share of the query's word weight a sentence holds: the summed idf
+    of the query's distinct search tokens found in it over their total (``text.share_scorer``).
+    ``idf`` maps a list of tokens to their idf (``LexicalIndex.idf``)."""
     words = list(dict.fromkeys(search_tokens(query)))
-    weights = idf(words) if words else {}
-    total = sum(weights.values())
-    if total <= 0:
-        return np.zeros(len(sentences))
-    return np.asarray([sum(weights[w] for w in set(search_tokens(s)) & weights.keys()) / total for s in sentences])
+    return share_scorer(idf(words) if words else {})
 
 
 class SentenceReranker:
     """Best-sentence evidence: the question's word share plus its cosine, per sentence
     (see module docstring)."""
 
-    def __init__(self, embedder, idf=None, weight: float = DEFAULT_RERANK_WEIGHT):
+    def __init__(self, embedder, weight: float, idf=None):
         self._embedder = embedder
         self._idf = idf or (lambda words: {word: 1.0 for word in words})
         self.weight = weight
@@ -67,11 +62,13 @@ class SentenceReranker:
         """Each text's best sentence score: word share + cosine with the query."""
         embedder = self._embedder()
         question = embedder.embed_query(query)
+        share = word_share_scorer(query, self._idf)
         best = []
         for text in texts:
             sentences = [span.text for span in split_sentences(text)] or [text]
             cosines = embedder.embed_remembered(sentences) @ question
-            best.append(float((word_shares(query, sentences, self._idf) + cosines).max()))
+            # word share and cosine count alike: both run 0-1 over a passage's sentences
+            best.append(float((np.asarray([share(s) for s in sentences]) + cosines).max()))
         return best
 
     def rerank(self, query: str, items: list[tuple[str, float]], texts: dict[str, str]) -> list[tuple[str, float]]:
@@ -113,11 +110,13 @@ class CrossEncoderReranker:
         return [(items[i][0], float(scores[i])) for i in order]
 
 
-def make_reranker(setting: str, embedder, idf=None, weight: float = DEFAULT_RERANK_WEIGHT):
+def make_reranker(setting: str, embedder, idf=None, weight: float | None = None):
     """The reranker named by ``setting`` ("none" -> None, "sentences", or a directory);
-    ``idf`` (the lexical index's) and ``weight`` are the sentence reranker's."""
+    ``idf`` (the lexical index's) and ``weight`` (None: ``Settings.rerank_weight``'s default)
+    are the sentence reranker's."""
     if not setting or setting == "none":
         return None
     if setting == "sentences":
-        return SentenceReranker(embedder, idf, weight)
+        default = Settings.model_fields["rerank_weight"].default
+        return SentenceReranker(embedder, default if weight is None else weight, idf)
     return CrossEncoderReranker(setting)

@@ -70,6 +70,34 @@ def is_cjk_text(text: str, threshold: float = 0.2) -> bool:
     return cjk / len(letters) >= threshold
 
 
+# A Latin title is matched with no Latin letter or digit beside it; Chinese text beside it is a
+# border ("发布iPhone。"), which a ``\w`` border would not allow.
+_LATIN_BORDER = "0-9A-Za-z\u00c0-\u024f"
+
+
+def title_positions(title: str, text: str) -> list[int]:
+    """Where ``text`` names the document title ``title``: a Chinese title of two or more
+    characters anywhere; a Latin title that looks like a name (three or more characters holding
+    a capital or a digit: "notes" or "IT" name no document) as whole words in its own case."""
+    title = title.strip()
+    if is_cjk_text(title):
+        pattern = re.escape(title) if len(title) >= 2 else None
+    elif len(title) >= 3 and any(ch.isupper() or ch.isdigit() for ch in title):
+        pattern = rf"(?<![{_LATIN_BORDER}]){re.escape(title)}(?![{_LATIN_BORDER}])"
+    else:
+        pattern = None
+    return [match.start() for match in re.finditer(pattern, text)] if pattern else []
+
+
+def share_scorer(weights: dict[str, float]):
+    """A function giving the share of ``weights``' total (search token -> weight) that a
+    text's search tokens hold (0 for every text when the total is 0)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return lambda text: 0.0
+    return lambda text: sum(weights[token] for token in weights.keys() & set(search_tokens(text))) / total
+
+
 @lru_cache(maxsize=1)
 def _jieba():
     import jieba

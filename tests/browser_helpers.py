@@ -207,8 +207,11 @@ def select_row(page, text: str) -> None:
         page.keyboard.press("Shift+Space")
 
     for _ in range(3):
-        for wrong in selected.filter(has_not_text=text).all():
-            toggle(row_of_cell(wrong.locator("td[role=gridcell]").first))
+        # the rows first, then the toggles: each toggle redraws the table and the list with it
+        wrong_rows = [row_of_cell(row.locator("td[role=gridcell]").first)
+                      for row in selected.filter(has_not_text=text).all()]
+        for wrong in wrong_rows:
+            toggle(wrong)
         if selected.filter(has_text=text).count() == 0:
             toggle(table_row_of(page, text))
             page.get_by_text("Preview passages").wait_for()

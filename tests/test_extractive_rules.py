@@ -8,6 +8,7 @@ from __future__ import annotations
 from ragkit.config import Settings
 from ragkit.extractive import (
     Candidate,
+    _candidates,
     _lexical_scorer,
     _lexical_scores,
     adds_to,
@@ -93,8 +94,25 @@ def test_a_sentence_of_the_document_a_sentence_names_is_linked_with_it():
     # a title the question names is the question's own subject, no link
     assert not linked(Candidate("酒厂由闵守诚于1910年创办。", 1, 1), made_by)
     assert not linked(made_by, Candidate("槐岗酒厂", 1, 0, subject="槐岗酒厂"))  # the title line says nothing
-    assert names("Agnes Tolland", "It was founded by agnes tolland in 1882.")
+    assert names("Agnes Tolland", "It was founded by Agnes Tolland in 1882.")
     assert not names("Fell", "Corin Fellowes grew up on Marra.")  # whole words only
+
+
+def test_a_title_that_is_a_common_word_names_no_document():
+    assert not names("About", "Visitors ask about its kilns.")  # a name keeps its case
+    assert not names("About", "About 300 people came.")  # a sentence's first word is capitalised anyway
+    assert names("Marra", "Corin grew up on Marra.")  # a one-word name inside the sentence
+    assert not names("IT", "It was founded in 1882.") and not names("notes", "See the notes.")  # no name's shape
+    assert names("iPhone", "苹果公司于2007年发布iPhone。")  # Chinese text beside a Latin title is its border
+
+
+def test_a_document_the_question_names_is_the_questions_subject_not_a_link():
+    hits = [titled("Drennick Pottery is a pottery workshop. It was founded in 1882 by Agnes Tolland.",
+                   "Drennick Pottery"),
+            titled("Agnes Tolland was a potter. She died in 1934.", "Agnes Tolland", 1)]
+    candidates = _candidates(hits, "In what year did the founder of Drennick Pottery die?")
+    assert {c.subject for c in candidates if c.source_index == 0} == {""}
+    assert {c.subject for c in candidates if c.source_index == 1} == {"Agnes Tolland"}
 
 
 def test_the_next_link_is_quoted_though_it_repeats_the_question_words_a_quote_already_says():

@@ -115,5 +115,5 @@ def test_the_sentence_reranker_lifts_the_passage_whose_sentence_says_it(embedder
              "b": "The lighthouse keeper retired in 1962. She had lived in the tower for thirty years.",
              "c": "Bread is baked at dawn."}
     fused = [("a", 1.0), ("b", 0.99), ("c", 0.5)]  # a and b nearly tied by the fused scores
-    reranked = SentenceReranker(lambda: embedder).rerank("When did the lighthouse keeper retire?", fused, texts)
+    reranked = SentenceReranker(lambda: embedder, 0.75).rerank("When did the lighthouse keeper retire?", fused, texts)
     assert [pid for pid, _ in reranked] == ["b", "a", "c"]

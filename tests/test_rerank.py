@@ -3,7 +3,7 @@ the question's words (weighted by idf) and means what it asks."""
 
 import numpy as np
 
-from ragkit.rerank import SentenceReranker, make_reranker, word_shares
+from ragkit.rerank import SentenceReranker, make_reranker, word_share_scorer
 
 
 def even(words):
@@ -12,14 +12,15 @@ def even(words):
 
 def test_a_sentence_holds_the_share_of_the_question_word_weight_it_contains():
     sentences = ["The Kroll bridge opened to traffic.", "A bridge crossed the river.", "Bread is baked at dawn."]
-    shares = word_shares("When did the Kroll bridge open?", sentences, lambda words: {
+    share = word_share_scorer("When did the Kroll bridge open?", lambda words: {
         word: {"kroll": 3.0}.get(word, 1.0) for word in words})
+    shares = [share(sentence) for sentence in sentences]
     # kroll 3 + bridg 1 + open 1 of 5; bridg 1 of 5; nothing
     assert np.allclose(shares, [1.0, 0.2, 0.0])
 
 
 def test_a_question_without_words_gives_every_sentence_no_share():
-    assert word_shares("?!", ["Anything at all."], even).tolist() == [0.0]
+    assert word_share_scorer("?!", even)("Anything at all.") == 0.0
 
 
 def test_the_sentence_saying_the_questions_words_beats_a_slightly_closer_paraphrase(embedder):
@@ -29,7 +30,7 @@ def test_the_sentence_saying_the_questions_words_beats_a_slightly_closer_paraphr
              "b": "A library was built in 1963 beside the lake, among other halls.",
              "c": "Bread is baked at dawn."}
     fused = [("a", 1.0), ("b", 0.99), ("c", 0.5)]  # a and b nearly tied by the fused scores
-    reranker = SentenceReranker(lambda: embedder, even)
+    reranker = SentenceReranker(lambda: embedder, 0.75, even)
     question = "Which library was built in 1963?"
     cosine_a, cosine_b = (float(embedder.embed_remembered([texts[pid]])[0] @ embedder.embed_query(question))
                           for pid in "ab")
@@ -38,7 +39,7 @@ def test_the_sentence_saying_the_questions_words_beats_a_slightly_closer_paraphr
 
 
 def test_the_words_of_one_sentence_count_not_the_words_spread_over_the_passage(embedder):
-    reranker = SentenceReranker(lambda: embedder, even)
+    reranker = SentenceReranker(lambda: embedder, 0.75, even)
     spread, together = reranker.sentence_scores("Which library was built in 1963?", [
         "The library is the largest in the state. Several halls were built in 1963.",
         "A library was built in 1963 beside the lake.",
@@ -46,10 +47,10 @@ def test_the_words_of_one_sentence_count_not_the_words_spread_over_the_passage(e
     assert together > spread
 
 
-def test_weight_zero_keeps_the_fused_order_and_the_setting_reaches_the_retriever(kb, embedder):
+def test_weight_zero_keeps_the_fused_order_and_make_reranker_passes_the_weight_on(kb, embedder):
     texts = {"a": "The main library was finished in 1963.", "b": "A library was built in 1963 beside the lake."}
     fused = [("a", 1.0), ("b", 0.99)]
-    unweighted = SentenceReranker(lambda: embedder, even, weight=0.0)
+    unweighted = SentenceReranker(lambda: embedder, 0.0, even)
     assert [pid for pid, _ in unweighted.rerank("Which library was built in 1963?", fused, texts)] == ["a", "b"]
     reranker = make_reranker("sentences", lambda: embedder, kb.lexical.idf, 1.5)
     assert isinstance(reranker, SentenceReranker) and reranker.weight == 1.5

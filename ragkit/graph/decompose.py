@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..text import CJK_CHAR, is_cjk_text, search_tokens, split_sentences
+from ..text import CJK_CHAR, is_cjk_text, search_tokens, split_sentences, title_positions
 
 # --- comparisons -------------------------------------------------------------------------
 
@@ -141,24 +141,12 @@ def _is_title_or_date(name: str) -> bool:
     return all(word.lower().strip(".,") in _NOT_NAMES or word.isdigit() for word in name.split())
 
 
-def _is_proper_title(title: str) -> bool:
-    if is_cjk_text(title):
-        return len(title) >= 2
-    return len(title) >= 3 and any(ch.isupper() or ch.isdigit() for ch in title)
-
-
 def mentioned_titles(text: str, titles: dict[str, str]) -> list[str]:
-    """The titles of ``titles`` (title → document id) that ``text`` names, longest first
-    (a title inside a longer named one, "Brightwick" in "Brightwick K4", is not counted)."""
+    """The titles of ``titles`` (title → document id) that ``text`` names (``text.title_positions``),
+    longest first (a title inside a longer named one, "Brightwick" in "Brightwick K4", is not counted)."""
     found: list[str] = []
     for title in sorted(titles, key=len, reverse=True):
-        if not _is_proper_title(title):
-            continue
-        if is_cjk_text(title):
-            present = title in text
-        else:
-            present = re.search(rf"(?<![\w]){re.escape(title)}(?![\w])", text) is not None
-        if present and not any(title in longer for longer in found):
+        if title_positions(title, text) and not any(title in longer for longer in found):
             found.append(title)
     return found
 
