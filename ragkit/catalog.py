@@ -539,8 +539,13 @@ class Catalog:
     def begin_write(self, doc_id: str, version: int) -> None:
         """Record that this process is about to write vectors of (doc, version) (the caller
         holds the write lock until it commits the version or gives it up)."""
+        self.begin_writes([(doc_id, version)])
+
+    def begin_writes(self, versions: list[tuple[str, int]]) -> None:
+        """``begin_write`` for several (doc, version) at once, in one transaction (a group of
+        files is saved together: one commit, not one per file)."""
         with self._in_flight_lock:
-            self.in_flight.add((doc_id, version))
+            self.in_flight.update(versions)
         now = time.time()
         try:
             with write(self._engine) as conn:
@@ -548,10 +553,12 @@ class Catalog:
                     text("INSERT INTO pending_writes(doc_id, version, writer, started_at, host, lease_until) "
                          "VALUES (:d, :v, :w, :t, :h, :lease) ON CONFLICT(doc_id, version) "
                          "DO UPDATE SET writer = :w, started_at = :t, host = :h, lease_until = :lease"),
-                    {"d": doc_id, "v": version, "w": WRITER_ID, "t": now, "h": HOST, "lease": now + self.lease_s},
+                    [{"d": doc_id, "v": version, "w": WRITER_ID, "t": now, "h": HOST, "lease": now + self.lease_s}
+                     for doc_id, version in versions],
                 )
         except BaseException:
-            self.end_write(doc_id, version)
+            for doc_id, version in versions:
+                self.end_write(doc_id, version)
             raise
         self._keep_renewing()
 

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
         "onnx-int8: the model quantized to int8, about 1.9x faster on passages than that",
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+    embedding_workers: int = Field(
+        default=0, ge=0, le=256, description="ONNX encoders (the float32 copy, onnx-int8): batches of texts encoded "
+        "at once, each on one CPU thread; 0: one per CPU core. Measured on 2 shared cores: the same passages for "
+        "about 30% less CPU time than one batch spread over both cores, and questions twice as fast under load")
 
     # ingest limits
     max_upload_mb: float = Field(default=50.0, gt=0)

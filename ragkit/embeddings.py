@@ -108,7 +108,7 @@ class SentenceTransformerEmbedder(Embedder):
     PyTorch is loaded when there is no copy yet, which builds it, and keeps encoding for a
     model whose copy would give other vectors."""
 
-    def __init__(self, name: str, copy_dir: Path | None = None):
+    def __init__(self, name: str, copy_dir: Path | None = None, workers: int = 0):
         from .onnx_embeddings import cached_float32_copy
 
         self.name = name
@@ -116,7 +116,8 @@ class SentenceTransformerEmbedder(Embedder):
         self._copy_dir = copy_dir
         self._model = None
         self._model_lock = threading.Lock()
-        self._float32_copy = cached_float32_copy(copy_dir, self._location) if copy_dir else None
+        self._workers = workers  # batches the ONNX copy encodes at once (0: one per CPU core)
+        self._float32_copy = cached_float32_copy(copy_dir, self._location, workers) if copy_dir else None
         if self._float32_copy is not None:
             self.dimension = self._float32_copy.dimension
         else:
@@ -131,7 +132,8 @@ class SentenceTransformerEmbedder(Embedder):
                 if self._float32_copy is None and self._copy_dir is not None:
                     from .onnx_embeddings import build_float32_copy
 
-                    self._float32_copy = build_float32_copy(self._model, self._location, self._copy_dir)
+                    self._float32_copy = build_float32_copy(self._model, self._location, self._copy_dir,
+                                                             self._workers)
             return self._model
 
     def _load(self):
@@ -217,8 +219,10 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_backend == "onnx-int8":
         from .onnx_embeddings import OnnxInt8Embedder
 
-        return OnnxInt8Embedder(name, model_location(name), settings.data_path / "models" / f"{_slug(name)}-onnx-int8")
-    return SentenceTransformerEmbedder(name, settings.data_path / "models" / f"{_slug(name)}-onnx-fp32")
+        return OnnxInt8Embedder(name, model_location(name), settings.data_path / "models" / f"{_slug(name)}-onnx-int8",
+                                settings.embedding_workers)
+    return SentenceTransformerEmbedder(name, settings.data_path / "models" / f"{_slug(name)}-onnx-fp32",
+                                       settings.embedding_workers)
 
 
 def _slug(name: str) -> str:

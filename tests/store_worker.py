@@ -53,13 +53,13 @@ def install_pause(point: str | None, embedder: HashingEmbedder) -> None:
     elif point == "begin":
         from ragkit.catalog import Catalog
 
-        real_begin = Catalog.begin_write
+        real_begin = Catalog.begin_writes
 
-        def begin_write(self, doc_id, version):
-            real_begin(self, doc_id, version)
+        def begin_writes(self, versions):
+            real_begin(self, versions)
             pause(point)
 
-        Catalog.begin_write = begin_write
+        Catalog.begin_writes = begin_writes
     elif point == "add":
         real_add = VectorStore.add
 

@@ -3,8 +3,10 @@ gives PyTorch's own vectors, so a process started after the first never imports 
 model whose copy would give other vectors keeps PyTorch."""
 
 import json
+import shutil
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -106,3 +108,53 @@ def test_a_float32_copy_is_used_only_for_the_model_it_was_made_from(tmp_path, cl
     changed = SentenceTransformerEmbedder(str(cls_pooling_model), cache)
     assert json.loads((cache / "recipe.json").read_text())["same_vectors"] is True
     assert changed._float32_copy is not None
+
+
+class _MeetingSession:
+    """Wraps an onnxruntime session: its first ``meet`` runs each wait until all of them
+    have started (a barrier), so encoding only gets through when that many batches run at
+    once; records the thread of every run."""
+
+    def __init__(self, session, meet: int):
+        self.session = session
+        self.barrier = threading.Barrier(meet, timeout=60)
+        self.threads: list[str] = []
+        self._lock = threading.Lock()
+
+    def run(self, *args, **kwargs):
+        with self._lock:
+            self.threads.append(threading.current_thread().name)
+            waiting = len(self.threads) <= self.barrier.parties
+        if waiting:
+            self.barrier.wait()
+        return self.session.run(*args, **kwargs)
+
+
+def test_the_onnx_copy_encodes_as_many_batches_at_once_as_the_settings_give_workers(tmp_path, embedder):
+    copy = tmp_path / "data" / "models" / embedder._copy_dir.name
+    shutil.copytree(embedder._copy_dir, copy)  # the copy the fixture built: no export here
+    encoder = make_embedder(Settings(data_dir=tmp_path / "data", embedding_workers=2, _env_file=None))._float32_copy
+    assert encoder is not None and encoder.workers == 2
+    encoder.session = _MeetingSession(encoder.session, meet=2)
+
+    vectors = encoder.encode(PASSAGES)  # one batch at a time would wait at the barrier until it broke
+
+    assert len(set(encoder.session.threads)) == 2
+    assert all(name.startswith("ragkit-embed") for name in encoder.session.threads)
+    with_pytorch = embedder.model.encode(PASSAGES, normalize_embeddings=True)
+    assert np.abs(vectors - with_pytorch).max() < 1e-5
+
+
+def test_a_few_texts_are_shared_out_so_that_every_worker_has_some(embedder):
+    encoder = SentenceTransformerEmbedder(embedder.name, embedder._copy_dir, workers=2)._float32_copy
+    encoder.session = _MeetingSession(encoder.session, meet=2)
+    vectors = encoder.encode(QUESTIONS)  # 3 texts, fewer than one batch: split in two
+    assert len(encoder.session.threads) == 2
+    assert np.abs(vectors - embedder.model.encode(QUESTIONS, normalize_embeddings=True)).max() < 1e-5
+
+
+def test_one_question_is_encoded_on_the_calling_thread(embedder):
+    encoder = SentenceTransformerEmbedder(embedder.name, embedder._copy_dir, workers=2)._float32_copy
+    encoder.session = _MeetingSession(encoder.session, meet=1)
+    encoder.encode(QUESTIONS[:1])
+    assert encoder.session.threads == [threading.current_thread().name]

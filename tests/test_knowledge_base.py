@@ -291,3 +291,71 @@ def test_lexical_snapshot_round_trips(tmp_path):
     assert loaded.scores(["w3", "w4"]) == index.scores(["w3", "w4"])
     assert loaded.document_versions() == index.document_versions()
     assert not LexicalIndex().load(tmp_path / "missing.npz")
+
+
+def test_the_model_loads_in_the_background_while_the_other_files_of_a_batch_are_read(settings, embedder,
+                                                                                        tmp_path, monkeypatch):
+    import threading
+
+    import ragkit.kb
+
+    names = ["first.txt", "second.txt", "third.txt"]
+    for name in names:
+        (tmp_path / name).write_text(f"The {name} file talks about lighthouse number {len(name)}.")
+    last_read = threading.Event()
+    loads = []
+
+    def make_embedder(_settings):
+        loads.append(threading.current_thread().name)
+        # Only done once the last file is being read: loaded after all of them, it would wait here forever.
+        assert last_read.wait(timeout=60), "the model was not loaded while the files were read"
+        return embedder
+
+    monkeypatch.setattr(ragkit.kb, "make_embedder", make_embedder)
+    kb = KnowledgeBase(settings)
+    try:
+        def progress(stage, fraction):
+            if stage == "reading":
+                last_read.set()
+
+        items = [IngestItem.of(tmp_path / name) for name in names]
+        items[-1].progress = progress
+        results = kb.ingest_many(items)
+        assert [r.status for r in results] == ["added"] * 3
+        assert loads == ["ragkit-model-load"]  # once, by the loading thread, not by the ingest itself
+    finally:
+        kb.close()
+
+
+def test_a_batch_with_nothing_to_embed_loads_no_model(settings, tmp_path, monkeypatch):
+    import ragkit.kb
+
+    monkeypatch.setattr(ragkit.kb, "make_embedder", lambda _settings: pytest.fail("no model is needed"))
+    kb = KnowledgeBase(settings)
+    try:
+        (tmp_path / "empty.txt").write_text("")
+        assert [r.status for r in kb.ingest_many([IngestItem.of(tmp_path / "empty.txt")])] == ["refused"]
+    finally:
+        kb.close()
+
+
+def test_saving_a_batch_of_files_takes_as_many_catalog_commits_for_six_files_as_for_two(kb, tmp_path):
+    from sqlalchemy import event
+
+    commits = []
+
+    def on_commit(conn):
+        if conn.get_execution_options().get("ragkit_write"):
+            commits.append(1)
+
+    event.listen(kb.catalog._engine, "commit", on_commit)
+    counts = []
+    for batch in (2, 6):
+        paths = []
+        for n in range(batch):
+            paths.append(tmp_path / f"batch{batch}-{n}.txt")
+            paths[-1].write_text(f"Batch {batch} file {n} describes the harbour crane number {batch * 10 + n}.")
+        commits.clear()
+        assert {r.status for r in kb.ingest_many([IngestItem.of(path) for path in paths])} == {"added"}
+        counts.append(len(commits))
+    assert counts[0] == counts[1]  # each file's pending row in its own transaction made it 4 more

@@ -1,0 +1,30 @@
+"""bench --peer: ragkit and the usual LangChain stack, each in a new process on the same
+files, report the same figures, the CPU time of their ingest beside its wall time."""
+
+import json
+
+import pytest
+
+from ragkit.peer import measure_peer
+
+
+def squad_set(path, passages):
+    """A SQuAD-format set: one question per passage, answered by its first word."""
+    paragraphs = [{"context": text, "qas": [{"id": str(n), "question": question,
+                                              "answers": [{"text": text.split()[0], "answer_start": 0}]}]}
+                  for n, (text, question) in enumerate(passages)]
+    path.write_text(json.dumps({"data": [{"title": "tiny", "paragraphs": paragraphs}]}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_both_sides_report_the_wall_and_cpu_time_of_their_first_ingest(tmp_path):
+    sets = [squad_set(tmp_path / "tiny.json", [
+        ("Lighthouses guide ships along the rocky coast at night.", "What guides ships at night?"),
+        ("Saffron is harvested by hand from crocus flowers each autumn.", "How is saffron harvested?")])]
+    figures = measure_peer(sets)
+    assert figures["peer_files"] == 2 and figures["peer_questions"] == 2
+    for side in ("ragkit", "peer"):
+        assert figures[f"{side}_ingest_s"] > 0 and figures[f"{side}_ingest_cpu_s"] > 0
+        assert figures[f"{side}_hit_at_5"] == 1.0
