@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 2000  # rows per Chroma get() when scanning the whole collection
 WRITE_BATCH = 1000
 SAME_VECTOR = 1e-4  # a cosine distance this small means an identical vector (a duplicate passage)
+DEEPER_PROBE = 8  # a vector a search for itself missed is looked for again among this many times the results
 # A process's first read waits this long for another process's save (a group of files
 # takes seconds, rebuilding a large index a minute); then searches use keywords only.
 FIRST_READ_WAIT_S = 90.0
@@ -376,15 +377,26 @@ class VectorStore:
 
     def unreachable(self, ids: list[str]) -> list[str]:
         """Which of these stored vectors a nearest-neighbour search for their own vector
-        does not find among as many results as a search fetches (``candidate_k``): their
-        vector lost, or cut off from the index's graph."""
+        does not find among as many results as a search fetches (``candidate_k``), nor
+        among ``DEEPER_PROBE`` times as many: their vector lost, or cut off from the index's
+        graph. (The index is approximate: in a base of near-identical passages a search of
+        ``candidate_k`` now and then misses a vector that is there, and a healthy index
+        must not be reported damaged, nor rebuilt, for it.)"""
         found, lost = self.vectors(ids)
         missed = list(lost)
         total = self.count()
         if not found or not total:
             return missed
         depth = min(self.settings.candidate_k, total)
-        items = list(found.items())
+        missed_here = self._not_found_by_own_vector(list(found.items()), depth)
+        deeper = min(depth * DEEPER_PROBE, total)
+        if missed_here and deeper > depth:
+            missed_here = self._not_found_by_own_vector([(pid, found[pid]) for pid in missed_here], deeper)
+        return missed + missed_here
+
+    def _not_found_by_own_vector(self, items: list[tuple[str, np.ndarray]], depth: int) -> list[str]:
+        """The ids of ``items`` (id, vector) that a search of ``depth`` for their vector misses."""
+        missed = []
         for start in range(0, len(items), 256):
             part = items[start : start + 256]
             result = self._collection.query(query_embeddings=np.stack([v for _, v in part]), n_results=depth,

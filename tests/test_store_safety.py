@@ -316,6 +316,42 @@ def test_passages_stay_reachable_when_other_processes_open_the_store_during_an_i
     assert missed == [], f"{len(missed)} of {sampled} passages are not found by their own text"
 
 
+class MissingFrom:
+    """A Chroma collection whose searches leave ``target`` out of results no deeper than
+    ``depth`` (an approximate index missing a vector that is there; depth 0: at any depth)."""
+
+    def __init__(self, collection, target: str, depth: int):
+        self._collection, self._target, self._depth = collection, target, depth
+
+    def __getattr__(self, name):
+        return getattr(self._collection, name)
+
+    def query(self, **kwargs):
+        result = self._collection.query(**kwargs)
+        if self._depth and kwargs["n_results"] > self._depth:
+            return result
+        for ids, distances in zip(result["ids"], result["distances"]):
+            if self._target in ids:
+                del distances[ids.index(self._target)]
+                ids.remove(self._target)
+        return result
+
+
+def test_a_vector_a_search_of_candidate_k_misses_is_looked_for_deeper_before_it_is_called_unreachable(
+        data_dir, tmp_path):
+    kb = open_kb(data_dir)
+    kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(150, "owl")))
+    ids = sorted(stored.id for stored, _ in kb.store.scan())
+    assert len(ids) > kb.settings.candidate_k  # room for a deeper search
+    real = kb.store._collection
+    kb.store._collection = MissingFrom(real, ids[0], kb.settings.candidate_k)
+    assert kb.store.unreachable(ids) == []  # there, found deeper: the index is not damaged
+    kb.store._collection = MissingFrom(real, ids[0], 0)
+    assert kb.store.unreachable(ids) == [ids[0]]  # found at no depth: reported
+    kb.store._collection = real
+    kb.close()
+
+
 def test_a_dead_writers_pending_row_is_cleared_by_the_next_process_that_opens(data_dir, tmp_path):
     open_kb(data_dir).close()
     path = write_file(tmp_path / "in", "notes.txt", long_text(40, "owl"))
