@@ -322,7 +322,8 @@ def cmd_bench(args) -> int:
 
         print("bench: ragkit and the usual LangChain stack on the same files…", file=sys.stderr, flush=True)
         try:
-            summary = measure_peer(questions_per_set=100 if args.quick else None)
+            summary = measure_peer(questions_per_set=100 if args.quick else None,
+                                   embedding_backend=load_settings().embedding_backend)
         except PeerBenchError as exc:
             raise CommandError(str(exc)) from None
         _print_summary(summary, args.json)

@@ -135,19 +135,24 @@ def run_side(script: str, files: Path, questions: Path, data_dir: Path, env: dic
     return json.loads(lines[-1])
 
 
-def measure_peer(sets: list[Path] | None = None, questions_per_set: int | None = None) -> dict:
+def measure_peer(sets: list[Path] | None = None, questions_per_set: int | None = None,
+                 embedding_backend: str = "torch") -> dict:
     """ragkit and the usual stack on the same files: ingest wall time of a first run,
-    search p50 / p95, hit@1 / hit@5, and ragkit's figures over the peer's."""
+    search p50 / p95, hit@1 / hit@5, and ragkit's figures over the peer's. ragkit's side runs
+    with its default settings (none of this process's ``RAGKIT_*`` variables) except its
+    ``embedding_backend``."""
     import os
 
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAGKIT_")}
+    ours_env = {**env, "RAGKIT_EMBEDDING_BACKEND": embedding_backend}
     with tempfile.TemporaryDirectory(prefix="ragkit-peer-") as tmp:
         root = Path(tmp)
         questions = write_corpus(sets or default_sets(), root, questions_per_set)
         files = root / "files"
         peer = run_side(PEER_SCRIPT, files, questions, root / "peer", env)
-        ours = run_side(RAGKIT_SCRIPT, files, questions, root / "ragkit", env)
-        figures = {"peer_files": len(list(files.iterdir())), "peer_questions": ours["questions"]}
+        ours = run_side(RAGKIT_SCRIPT, files, questions, root / "ragkit", ours_env)
+        figures = {"peer_files": len(list(files.iterdir())), "peer_questions": ours["questions"],
+                   "ragkit_embedding_backend": embedding_backend}
     for key in ("ingest_s", "ingest_cpu_s", "chunks", "search_p50_ms", "search_p95_ms", "hit_at_1", "hit_at_5"):
         figures[f"ragkit_{key}"] = ours[key]
         figures[f"peer_{key}"] = peer[key]

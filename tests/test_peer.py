@@ -28,3 +28,23 @@ def test_both_sides_report_the_wall_and_cpu_time_of_their_first_ingest(tmp_path)
     for side in ("ragkit", "peer"):
         assert figures[f"{side}_ingest_s"] > 0 and figures[f"{side}_ingest_cpu_s"] > 0
         assert figures[f"{side}_hit_at_5"] == 1.0
+
+
+def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_this_process(tmp_path, monkeypatch):
+    import ragkit.peer as peer
+
+    environments = {}
+
+    def run_side(script, files, questions, data_dir, env=None):  # the subprocess is the edge: record what it gets
+        environments[data_dir.name] = env
+        return {"questions": 1, "ingest_s": 1.0, "ingest_cpu_s": 1.0, "chunks": 1, "search_p50_ms": 1.0,
+                "search_p95_ms": 1.0, "hit_at_1": 1.0, "hit_at_5": 1.0}
+
+    monkeypatch.setattr(peer, "run_side", run_side)
+    monkeypatch.setenv("RAGKIT_TOP_K", "3")
+    sets = [squad_set(tmp_path / "tiny.json", [("Saffron is harvested by hand.", "How is saffron harvested?")])]
+    figures = peer.measure_peer(sets, embedding_backend="onnx-int8")
+    assert figures["ragkit_embedding_backend"] == "onnx-int8"
+    assert environments["ragkit"]["RAGKIT_EMBEDDING_BACKEND"] == "onnx-int8"
+    assert "RAGKIT_TOP_K" not in environments["ragkit"]
+    assert not any(key.startswith("RAGKIT_") for key in environments["peer"])
