@@ -111,7 +111,9 @@ class ExtractiveAnswer:
 
 
 def _candidates(hits: list[Hit], question: str = "") -> list[Candidate]:
-    """The sentences of the hits, each once: overlapping chunks repeat their border sentences."""
+    """The sentences of the hits, each once: overlapping chunks repeat their border sentences.
+    Each carries its document's title as its ``subject`` unless ``question`` names that title
+    (the question's own subject links nothing: see ``linked``)."""
     found, seen = [], set()
     for index, hit in enumerate(hits):
         subject = hit.title.strip() if hit.title and not names(hit.title, question) else ""
