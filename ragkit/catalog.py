@@ -247,7 +247,7 @@ class Catalog:
         self._renewer: threading.Thread | None = None
         self._documents_cache: tuple[int, list[DocumentRecord]] | None = None
         # Pending writes this object is saving right now. A writer holds the data dir's write
-        # lock from ``begin_write`` to its commit, so whoever holds the lock knows every other
+        # lock from ``begin_writes`` to its commit, so whoever holds the lock knows every other
         # pending row is abandoned (see ``integrity``).
         self.in_flight: set[tuple[str, int]] = set()
         self._in_flight_lock = threading.Lock()
@@ -536,14 +536,10 @@ class Catalog:
 
     # ----- the write protocol ------------------------------------------------------
 
-    def begin_write(self, doc_id: str, version: int) -> None:
-        """Record that this process is about to write vectors of (doc, version) (the caller
-        holds the write lock until it commits the version or gives it up)."""
-        self.begin_writes([(doc_id, version)])
-
     def begin_writes(self, versions: list[tuple[str, int]]) -> None:
-        """``begin_write`` for several (doc, version) at once, in one transaction (a group of
-        files is saved together: one commit, not one per file)."""
+        """Record that this process is about to write vectors of these (doc, version) pairs, in
+        one transaction (a group of files is saved together: one commit, not one per file); the
+        caller holds the write lock until it commits each version or gives it up."""
         with self._in_flight_lock:
             self.in_flight.update(versions)
         now = time.time()
