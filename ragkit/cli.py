@@ -583,7 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title")
     p.set_defaults(func=cmd_tag)
 
-    p = sub.add_parser("reindex", help="re-embed all chunks with the configured embedding model")
+    p = sub.add_parser("reindex", help="re-embed all chunks with the configured embedding model and backend "
+                                       "(RAGKIT_EMBEDDING_BACKEND=onnx-int8 moves a float32 store to int8)")
     p.set_defaults(func=cmd_reindex)
 
     p = sub.add_parser("repair", help="rebuild the catalog or the vector index after data was lost or damaged")

@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .errors import SettingsError
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+NEW_STORE_EMBEDDING_BACKEND = "onnx-int8"  # what embedding_backend="auto" gives a store that has recorded no model
 POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 CHROMA_TOKEN_PUNCTUATION = frozenset(string.punctuation)
 
@@ -68,10 +69,12 @@ class Settings(BaseSettings):
         description="packaged all-MiniLM-L6-v2, any sentence-transformers name/path, "
         "or openai:<model> for an OpenAI embedding model",
     )
-    embedding_backend: Literal["torch", "onnx-int8"] = Field(
-        default="torch",
-        description="torch: the model's own vectors (run through a float32 ONNX copy once it is built); "
-        "onnx-int8: the model quantized to int8, about 1.9x faster on passages than that",
+    embedding_backend: Literal["auto", "torch", "onnx-int8"] = Field(
+        default="auto",
+        description="auto: a new store gets onnx-int8, an existing one keeps the backend its recorded model says "
+        "(so it opens without a reindex); torch: the model's own vectors (run through a float32 ONNX copy once it "
+        "is built); onnx-int8: the model quantized to int8, about 1.9x faster on passages than that. A store "
+        "indexed with one asks for `python -m ragkit reindex` before it is searched with the other",
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
     embedding_workers: int = Field(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import DEFAULT_EMBEDDING_MODEL, Settings
+from .config import DEFAULT_EMBEDDING_MODEL, NEW_STORE_EMBEDDING_BACKEND, Settings
 from .errors import EmbeddingError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -211,12 +211,36 @@ class HashingEmbedder(Embedder):
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
+def embedding_backend(settings: Settings, recorded: str | None = None) -> str:
+    """The concrete backend ("torch" or "onnx-int8") for a store that recorded the model name
+    ``recorded`` (None: a new store). An explicit backend is kept (a store of the other
+    then raises EmbeddingModelMismatch when opened); ``auto`` keeps the backend the recorded
+    name says, so an existing store never mixes two backends' vectors, and gives a new
+    store ``NEW_STORE_EMBEDDING_BACKEND``."""
+    from .onnx_embeddings import is_int8_model_name
+
+    if settings.embedding_backend != "auto":
+        return settings.embedding_backend
+    if recorded is None:
+        return NEW_STORE_EMBEDDING_BACKEND
+    return "onnx-int8" if is_int8_model_name(recorded) else "torch"
+
+
+def settings_for_store(settings: Settings, recorded: str | None) -> Settings:
+    """``settings`` with ``embedding_backend`` resolved for a store that recorded ``recorded``."""
+    backend = embedding_backend(settings, recorded)
+    return settings if backend == settings.embedding_backend else settings.model_copy(
+        update={"embedding_backend": backend})
+
+
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder named by ``settings.embedding_model``, on ``settings.embedding_backend``."""
+    """The embedder named by ``settings.embedding_model``, on ``settings.embedding_backend``
+    (``auto``: a new store's, see :func:`embedding_backend`; an existing store's settings
+    are resolved first, by :func:`settings_for_store`)."""
     name = settings.embedding_model
     if name.startswith("openai:"):
         return OpenAIEmbedder(name.split(":", 1)[1], settings)
-    if settings.embedding_backend == "onnx-int8":
+    if embedding_backend(settings) == "onnx-int8":
         from .onnx_embeddings import OnnxInt8Embedder
 
         return OnnxInt8Embedder(name, model_location(name), settings.data_path / "models" / f"{_slug(name)}-onnx-int8",
@@ -230,8 +254,9 @@ def _slug(name: str) -> str:
 
 
 def configured_model_name(settings: Settings) -> str:
-    """The name the store records for the configured model and backend (without loading it)."""
-    if settings.embedding_backend == "onnx-int8" and not settings.embedding_model.startswith("openai:"):
+    """The name the store records for the configured model and backend (without loading it;
+    ``auto`` as in :func:`make_embedder`)."""
+    if embedding_backend(settings) == "onnx-int8" and not settings.embedding_model.startswith("openai:"):
         from .onnx_embeddings import int8_model_name
 
         return int8_model_name(settings.embedding_model)

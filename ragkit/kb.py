@@ -30,10 +30,11 @@ import numpy as np
 from . import integrity
 from .catalog import Catalog, DocumentRecord, KnowledgeBaseInfo
 from .config import Settings
-from .embeddings import Embedder, configured_model_name, make_embedder
+from .embeddings import Embedder, configured_model_name, make_embedder, settings_for_store
 from .errors import EmbeddingModelMismatch, InputError, KnowledgeBaseError, ReadOnlyDataDir, StoreInconsistent
 from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags, plural
 from .lexical import LexicalEntry, LexicalIndex
+from .onnx_embeddings import base_model_name
 from .originals import OriginalStore
 from .passages import Hit, Passage
 from .people import check_editor
@@ -56,13 +57,10 @@ class KnowledgeBase:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None, check_model: bool = True,
                  refuse_unknown: bool = True):
-        self.settings = settings
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self.catalog = Catalog(settings.catalog_location, lease_s=settings.write_lease_s)
-        if check_model:
-            self._check_embedding_model()
         self.lexical = LexicalIndex()
         lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
@@ -71,8 +69,11 @@ class KnowledgeBase:
         else:
             with lock.hold():  # two processes creating the same Chroma directory collide
                 self.store = VectorStore(settings, lock, generation)
-        self.indexer = Indexer(settings, self.catalog, self.store, self.lexical, lambda: self.embedder, lock)
-        self.retriever = Retriever(settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
+        self.settings = settings_for_store(settings, self._recorded_model(settings))  # before any embedder is made
+        if check_model:
+            self._check_embedding_model()
+        self.indexer = Indexer(self.settings, self.catalog, self.store, self.lexical, lambda: self.embedder, lock)
+        self.retriever = Retriever(self.settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
         self._seen_revision = -1
         self._titles: tuple[int, dict[str, str]] = (-1, {})
@@ -110,6 +111,21 @@ class KnowledgeBase:
             raise ReadOnlyDataDir(f"cannot {what}: {self.read_only}. Listing, searching and asking still work; "
                                   "give write access to the folder, or choose another data dir.")
 
+    def _recorded_model(self, settings: Settings) -> str | None:
+        """The model name the store's vectors were made with; None for a new store. A store
+        holding passages or vectors but no name (indexed before names were recorded, or whose
+        catalog was lost) is taken for the plain model's: the only backend of that time."""
+        stored = self.catalog.get_meta("embedding_model")
+        if stored is None and (self.catalog.passage_count() or self._store_has_vectors()):
+            return settings.embedding_model
+        return stored
+
+    def _store_has_vectors(self) -> bool:
+        try:
+            return self.store.available and self.store.count() > 0
+        except Exception:  # noqa: BLE001 - an unreadable store is reported by the integrity check
+            return False
+
     def _check_embedding_model(self) -> None:
         stored = self.catalog.get_meta("embedding_model")
         configured = self.embedding_model_name
@@ -120,9 +136,17 @@ class KnowledgeBase:
             raise EmbeddingModelMismatch(
                 f"this knowledge base was indexed with embedding model {stored!r} but "
                 f"{configured!r} is configured; mixing them would give wrong results. "
-                f"Set RAGKIT_EMBEDDING_MODEL={stored} or run `python -m ragkit reindex` to "
+                f"{self._setting_that_keeps(stored)}run `python -m ragkit reindex` to "
                 "re-embed every document with the new model."
             )
+
+    def _setting_that_keeps(self, stored: str) -> str:
+        """The setting under which this store's recorded model would be configured again."""
+        auto = self.settings.model_copy(update={"embedding_backend": "auto"})
+        if configured_model_name(settings_for_store(auto, stored)) == stored:
+            return "Set RAGKIT_EMBEDDING_BACKEND=auto or "
+        model = base_model_name(stored)
+        return f"Set RAGKIT_EMBEDDING_MODEL={model} or " if model != self.settings.embedding_model else ""
 
     def _open(self, refuse_unknown: bool) -> None:
         if self.read_only:

@@ -3,12 +3,13 @@
 Two uses, both built offline from the model on disk on first use and cached under
 ``<data dir>/models/``:
 
-- The faster backend (``RAGKIT_EMBEDDING_BACKEND=onnx-int8``): the model exported, its
+- The faster backend (``onnx-int8``: a new store's by default, see ``embeddings.embedding_backend``;
+  ``RAGKIT_EMBEDDING_BACKEND=onnx-int8`` asks for it everywhere): the model exported, its
   attention, embedding and GELU operations fused by onnxruntime's transformer optimizer
   and its weights quantized to int8 (per channel). Vectors within a cosine of 0.98 of the
   original's, so the store records the backend in the model's name and switching backend
   asks for ``python -m ragkit reindex``.
-- The default backend's encoder: the same model exported in float32, whose vectors match
+- The torch backend's encoder (a store indexed on it keeps it): the same model exported in float32, whose vectors match
   PyTorch's to about 1e-7 (checked on probe texts before it is used). Once it is built, a
   process never imports PyTorch and sentence-transformers (about 4.5 s on this CPU); one
   question encodes about twice as fast, passages about 1.25x.
@@ -20,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import warnings
@@ -275,6 +277,16 @@ def int8_model_name(name: str) -> str:
     """The name a store records for the int8 copy of model ``name``: with the recipe, since
     another recipe's vectors differ (a store of another asks for ``reindex``)."""
     return f"{name}+onnx-int8-r{INT8_RECIPE}"
+
+
+def is_int8_model_name(recorded: str) -> bool:
+    """Whether a store's recorded model name is an int8 copy's (of any model and recipe)."""
+    return base_model_name(recorded) != recorded
+
+
+def base_model_name(recorded: str) -> str:
+    """The model a store's recorded name is of, without the int8 copy's suffix."""
+    return re.sub(r"\+onnx-int8-r\d+$", "", recorded)
 
 
 class OnnxInt8Embedder(Embedder):

@@ -135,8 +135,16 @@ def run_side(script: str, files: Path, questions: Path, data_dir: Path, env: dic
     return json.loads(lines[-1])
 
 
+def new_store_backend(embedding_backend: str) -> str:
+    """The concrete backend ragkit's side (a new store) runs on under ``embedding_backend``."""
+    from .config import Settings
+    from .embeddings import embedding_backend as resolved
+
+    return resolved(Settings(embedding_backend=embedding_backend, _env_file=None))
+
+
 def measure_peer(sets: list[Path] | None = None, questions_per_set: int | None = None,
-                 embedding_backend: str = "torch") -> dict:
+                 embedding_backend: str = "auto") -> dict:
     """ragkit and the usual stack on the same files: ingest wall time of a first run,
     search p50 / p95, hit@1 / hit@5, and ragkit's figures over the peer's. ragkit's side runs
     with its default settings (none of this process's ``RAGKIT_*`` variables) except its
@@ -152,7 +160,7 @@ def measure_peer(sets: list[Path] | None = None, questions_per_set: int | None =
         peer = run_side(PEER_SCRIPT, files, questions, root / "peer", env)
         ours = run_side(RAGKIT_SCRIPT, files, questions, root / "ragkit", ours_env)
         figures = {"peer_files": len(list(files.iterdir())), "peer_questions": ours["questions"],
-                   "ragkit_embedding_backend": embedding_backend}
+                   "ragkit_embedding_backend": new_store_backend(embedding_backend)}
     for key in ("ingest_s", "ingest_cpu_s", "chunks", "search_p50_ms", "search_p95_ms", "hit_at_1", "hit_at_5"):
         figures[f"ragkit_{key}"] = ours[key]
         figures[f"peer_{key}"] = peer[key]

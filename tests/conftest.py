@@ -13,6 +13,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 for leaked in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGKIT_CHAT_MODEL"):
     os.environ.pop(leaked, None)  # tests decide for themselves whether a model is configured
+# The suite runs on the torch backend, subprocesses included: its expectations were set on
+# PyTorch's vectors, and the fixture's one float32 copy is copied where a replica needs it.
+# The default (``auto``: int8 for a new store) is the subject of tests/test_onnx_backend.py,
+# which asks for it by name.
+os.environ["RAGKIT_EMBEDDING_BACKEND"] = "torch"
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -21,8 +26,8 @@ SHARED_EVAL = REPO.parent / "shared" / "eval"
 
 @pytest.fixture(scope="session")
 def embedder(tmp_path_factory):
-    """The packaged MiniLM model, loaded once (offline); its float32 ONNX copy is built in a
-    directory of this run, not in the working directory's data dir."""
+    """The packaged MiniLM model on the torch backend, loaded once (offline); its float32 ONNX
+    copy is built in a directory of this run, not in the working directory's data dir."""
     from ragkit.config import Settings
     from ragkit.embeddings import make_embedder
 

@@ -1,6 +1,7 @@
-"""The default embedding backend: texts through a float32 ONNX copy of the model that
-gives PyTorch's own vectors, so a process started after the first never imports PyTorch; a
-model whose copy would give other vectors keeps PyTorch."""
+"""The torch embedding backend (a float32 store's; the suite runs on it, see conftest): texts
+through a float32 ONNX copy of the model that gives PyTorch's own vectors, so a process
+started after the first never imports PyTorch; a model whose copy would give other vectors
+keeps PyTorch."""
 
 import json
 import shutil

@@ -30,7 +30,8 @@ def test_both_sides_report_the_wall_and_cpu_time_of_their_first_ingest(tmp_path)
         assert figures[f"{side}_hit_at_5"] == 1.0
 
 
-def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_this_process(tmp_path, monkeypatch):
+def recorded_sides(monkeypatch) -> dict:
+    """Each side's environment, by data dir name; the sides themselves are not run."""
     import ragkit.peer as peer
 
     environments = {}
@@ -41,6 +42,13 @@ def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_thi
                 "search_p95_ms": 1.0, "hit_at_1": 1.0, "hit_at_5": 1.0}
 
     monkeypatch.setattr(peer, "run_side", run_side)
+    return environments
+
+
+def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_this_process(tmp_path, monkeypatch):
+    import ragkit.peer as peer
+
+    environments = recorded_sides(monkeypatch)
     monkeypatch.setenv("RAGKIT_TOP_K", "3")
     sets = [squad_set(tmp_path / "tiny.json", [("Saffron is harvested by hand.", "How is saffron harvested?")])]
     figures = peer.measure_peer(sets, embedding_backend="onnx-int8")
@@ -48,3 +56,13 @@ def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_thi
     assert environments["ragkit"]["RAGKIT_EMBEDDING_BACKEND"] == "onnx-int8"
     assert "RAGKIT_TOP_K" not in environments["ragkit"]
     assert not any(key.startswith("RAGKIT_") for key in environments["peer"])
+
+
+def test_by_default_ragkit_runs_as_a_new_store_does_on_int8(tmp_path, monkeypatch):
+    import ragkit.peer as peer
+
+    environments = recorded_sides(monkeypatch)
+    sets = [squad_set(tmp_path / "tiny.json", [("Saffron is harvested by hand.", "How is saffron harvested?")])]
+    figures = peer.measure_peer(sets)
+    assert environments["ragkit"]["RAGKIT_EMBEDDING_BACKEND"] == "auto"
+    assert figures["ragkit_embedding_backend"] == "onnx-int8"
