@@ -71,7 +71,11 @@ class KnowledgeBase:
                 self.store = VectorStore(settings, lock, generation)
         self.settings = settings_for_store(settings, self._recorded_model(settings))  # before any embedder is made
         if check_model:
-            self._check_embedding_model()
+            try:
+                self._check_embedding_model()
+            except EmbeddingModelMismatch:
+                self.store.close()
+                raise
         self.indexer = Indexer(self.settings, self.catalog, self.store, self.lexical, lambda: self.embedder, lock)
         self.retriever = Retriever(self.settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
