@@ -110,9 +110,10 @@ class Settings(BaseSettings):
         default=False, description="also search offline variants of the question (its rarer words, its names) "
         "and fuse the rankings by reciprocal rank")
     reranker: str = Field(
-        default="none", description="none; sentences (offline: each candidate's best sentence, by the share of the "
-        "query's words it holds plus its similarity to the query); or the directory of a local "
-        "sentence-transformers CrossEncoder")
+        default="auto", description="auto: sentences on a knowledge base that stores its sentence vectors (made "
+        "at ingest since version 7 of the catalog), none on an older one until `reindex`; none; sentences "
+        "(offline: each candidate's best sentence, by the share of the query's words it holds plus its "
+        "similarity to the query); or the directory of a local sentence-transformers CrossEncoder")
     rerank_depth: int = Field(default=10, ge=2, le=200, description="how many of the best candidates are reranked")
     rerank_weight: float = Field(
         default=0.75, ge=0, le=10, description="the sentences reranker: how much a candidate's best sentence counts "
