@@ -31,7 +31,7 @@ import numpy as np
 
 from .config import Settings
 from .errors import RagkitError
-from .text import search_tokens, share_scorer, split_sentences
+from .text import is_cjk_text, search_tokens, share_scorer, split_sentences
 
 
 class RerankerError(RagkitError):
@@ -59,12 +59,14 @@ class SentenceReranker:
     (``Catalog.sentence_vectors``); sentences without one are embedded here, once each.
     ``query_vector`` embeds the question (the retriever's, which remembers it)."""
 
-    def __init__(self, embedder, weight: float, idf=None, stored=None, query_vector=None):
+    def __init__(self, embedder, weight: float, idf=None, stored=None, query_vector=None,
+                 weight_cjk: float | None = None):
         self._embedder = embedder
         self._idf = idf or (lambda words: {word: 1.0 for word in words})
         self._stored = stored or (lambda ids: {})
         self._query_vector = query_vector or (lambda query: self._embedder().embed_query(query))
         self.weight = weight
+        self.weight_cjk = weight if weight_cjk is None else weight_cjk
 
     def sentence_scores(self, query: str, texts: list[str],
                         stored: list[np.ndarray | None] | None = None) -> list[float]:
@@ -92,11 +94,15 @@ class SentenceReranker:
         return cosines
 
     def rerank(self, query: str, items: list[tuple[str, float]], texts: dict[str, str]) -> list[tuple[str, float]]:
-        """``items`` (passage id, fused score) in their new order, with combined scores."""
+        """``items`` (passage id, fused score) in their new order, with combined scores
+        (unchanged for a question whose script's weight is 0)."""
+        weight = self.weight_cjk if is_cjk_text(query) else self.weight
+        if not weight:
+            return items
         ids = [pid for pid, _ in items]
         kept = self._stored(ids)
         best = self.sentence_scores(query, [texts.get(pid, "") for pid in ids], [kept.get(pid) for pid in ids])
-        combined = standard([score for _, score in items]) + self.weight * standard(best)
+        combined = standard([score for _, score in items]) + weight * standard(best)
         order = np.argsort(-combined, kind="stable")
         return [(items[i][0], float(combined[i])) for i in order]
 
@@ -133,15 +139,17 @@ class CrossEncoderReranker:
 
 
 def make_reranker(setting: str, embedder, idf=None, weight: float | None = None, stored=None,
-                  query_vector=None, sentence_vectors_stored: bool = False):
+                  query_vector=None, sentence_vectors_stored: bool = False, weight_cjk: float | None = None):
     """The reranker named by ``setting``: "none" -> None; "auto" -> the sentence reranker
     where ``sentence_vectors_stored`` (the knowledge base keeps its passages' sentence
     vectors, so it costs milliseconds), else None; "sentences"; or a CrossEncoder directory.
-    ``idf`` (the lexical index's), ``weight`` (None: ``Settings.rerank_weight``'s default),
-    ``stored`` and ``query_vector`` are the sentence reranker's."""
+    ``idf`` (the lexical index's), ``weight`` and ``weight_cjk`` (None: ``Settings``'
+    defaults), ``stored`` and ``query_vector`` are the sentence reranker's."""
     if not setting or setting == "none" or (setting == "auto" and not sentence_vectors_stored):
         return None
     if setting in ("sentences", "auto"):
-        default = Settings.model_fields["rerank_weight"].default
-        return SentenceReranker(embedder, default if weight is None else weight, idf, stored, query_vector)
+        defaults = Settings.model_fields
+        return SentenceReranker(embedder, defaults["rerank_weight"].default if weight is None else weight, idf,
+                                stored, query_vector,
+                                defaults["rerank_weight_cjk"].default if weight_cjk is None else weight_cjk)
     return CrossEncoderReranker(setting)

@@ -204,7 +204,7 @@ class Retriever:
         stored = self.catalog.get_meta(STORED_META) == "stored"
         self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
                                       self.settings.rerank_weight, self.catalog.sentence_vectors, self.query_vector,
-                                      sentence_vectors_stored=stored)
+                                      sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk)
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
                documents: list | None = None) -> list[Hit]:
