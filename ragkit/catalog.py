@@ -33,12 +33,14 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 from sqlalchemy import Connection, text
 
 from .chunking import contextual_text
 from .db import DatabaseUnreadable, is_postgres, open_migrated, read, read_only_reason, write
 from .errors import CatalogError, InputError
 from .passages import Passage
+from .sentence_vectors import pack, unpack
 
 HOST = socket.gethostname()
 log = logging.getLogger(__name__)
@@ -210,8 +212,17 @@ def _passage_sections(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE passages ADD COLUMN section TEXT NOT NULL DEFAULT ''"))
 
 
+def _sentence_vectors(conn: Connection) -> None:
+    """Version 7: each passage's sentence vectors (``sentence_vectors``), kept apart from the
+    passages so that reading passages never reads them; passages stored before have none
+    until their document is indexed again (or ``reindex``)."""
+    conn.execute(text("CREATE TABLE sentence_vectors (passage_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, "
+                      "vectors BLOB NOT NULL)"))
+    conn.execute(text("CREATE INDEX sentence_vectors_doc ON sentence_vectors (doc_id)"))
+
+
 MIGRATIONS = [_legacy_schema, _passages_and_write_safety, _knowledge_bases, _writer_leases, _who_changed_what,
-              _passage_sections]
+              _passage_sections, _sentence_vectors]
 
 
 @dataclass(frozen=True)
@@ -484,6 +495,25 @@ class Catalog:
                 found.update((row["id"], _passage(row)) for row in rows)
         return found
 
+    def sentence_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """Stored sentence vectors by passage id (passages without any are left out)."""
+        found: dict[str, np.ndarray] = {}
+        with read(self._engine) as conn:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ", ".join(f":p{i}" for i in range(len(part)))
+                rows = conn.execute(
+                    text(f"SELECT passage_id, vectors FROM sentence_vectors WHERE passage_id IN ({marks})"),  # noqa: S608
+                    {f"p{i}": pid for i, pid in enumerate(part)},
+                ).all()
+                found.update((pid, unpack(bytes(blob))) for pid, blob in rows)
+        return found
+
+    def store_sentence_vectors(self, passages: list[Passage]) -> None:
+        """Store (or replace) the sentence vectors the passages carry (after ``reindex``)."""
+        with write(self._engine) as conn:
+            _insert_sentence_vectors(conn, passages)
+
     def passage_terms(self, doc_ids: list[str] | None = None) -> list[tuple[str, str, list[str]]]:
         """(passage id, document id, search tokens) of all passages, or of these documents."""
         query = "SELECT id, doc_id, terms FROM passages"
@@ -603,7 +633,7 @@ class Catalog:
         with write(self._engine) as conn:
             for record, passages, terms in versions:
                 _upsert(conn, record)
-                conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": record.id})
+                _delete_passages(conn, record.id)
                 _insert_passages(conn, passages, terms)
                 conn.execute(text("DELETE FROM pending_writes WHERE doc_id = :d AND version = :v"),
                              {"d": record.id, "v": record.version})
@@ -619,7 +649,7 @@ class Catalog:
             if row is None:
                 raise KeyError(f"no document with id {doc_id!r}")
             conn.execute(text("DELETE FROM documents WHERE id = :d"), {"d": doc_id})
-            conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": doc_id})
+            _delete_passages(conn, doc_id)
             conn.execute(text("INSERT INTO removed_documents(doc_id, removed_at, removed_by, title) "
                               "VALUES (:d, :t, :by, :title) ON CONFLICT(doc_id) DO NOTHING"),
                          {"d": doc_id, "t": time.time(), "by": by, "title": row["title"]})
@@ -657,7 +687,7 @@ class Catalog:
         """Add a document rebuilt from the vector store (``repair``)."""
         with write(self._engine) as conn:
             _upsert(conn, record)
-            conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": record.id})
+            _delete_passages(conn, record.id)
             _insert_passages(conn, passages, terms)
             conn.execute(text("DELETE FROM removed_documents WHERE doc_id = :d"), {"d": record.id})
             _bump(conn, "revision")
@@ -697,9 +727,24 @@ def _upsert(conn: Connection, record: DocumentRecord) -> None:
                  values)
 
 
+def _delete_passages(conn: Connection, doc_id: str) -> None:
+    conn.execute(text("DELETE FROM passages WHERE doc_id = :d"), {"d": doc_id})
+    conn.execute(text("DELETE FROM sentence_vectors WHERE doc_id = :d"), {"d": doc_id})
+
+
+def _insert_sentence_vectors(conn: Connection, passages: list[Passage]) -> None:
+    rows = [{"id": p.id, "doc_id": p.doc_id, "vectors": pack(p.sentence_vectors)}
+            for p in passages if p.sentence_vectors is not None]
+    if rows:
+        conn.execute(text("DELETE FROM sentence_vectors WHERE passage_id = :id"), rows)
+        conn.execute(text("INSERT INTO sentence_vectors (passage_id, doc_id, vectors) VALUES (:id, :doc_id, :vectors)"),
+                     rows)
+
+
 def _insert_passages(conn: Connection, passages: list[Passage], terms: list[list[str]]) -> None:
     if not passages:
         return
+    _insert_sentence_vectors(conn, passages)
     conn.execute(
         text("INSERT INTO passages(id, doc_id, version, position, page, start_char, end_char, tokens, text, terms, "
              "section) VALUES (:id, :doc_id, :version, :position, :page, :start, :end, :tokens, :text, :terms, "

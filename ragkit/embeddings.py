@@ -38,6 +38,7 @@ class Embedder(ABC):
 
     name: str
     dimension: int
+    pools_sentences = False  # embed_passages gives sentence vectors (pooled in the same pass)
 
     def embed_documents(
         self, texts: Sequence[str], batch_size: int = 64, progress: ProgressCallback | None = None
@@ -45,14 +46,30 @@ class Embedder(ABC):
         """Embed many texts in batches, reporting (done, total) after each batch. Batches
         hold texts of similar length (each is padded to its longest), in the input's order
         when returned."""
+        return self.embed_passages(texts, None, batch_size, progress)[0]
+
+    def embed_passages(
+        self, texts: Sequence[str], spans: Sequence[list[tuple[int, int]]] | None,
+        batch_size: int = 64, progress: ProgressCallback | None = None,
+    ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """``embed_documents``' vectors and, when ``spans`` gives each text's sentence spans
+        (``sentence_vectors.sentence_spans``), each text's sentence vectors pooled from the
+        same pass; None for a text whose model cannot pool them (PyTorch, OpenAI)."""
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        sentences: list[np.ndarray | None] = [None] * len(texts)
         by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(texts), batch_size):
             batch = by_length[start : start + batch_size]
-            vectors[batch] = self._embed([texts[i] for i in batch])
+            batch_texts = [texts[i] for i in batch]
+            if spans is None:
+                vectors[batch] = self._embed(batch_texts)
+            else:
+                vectors[batch], pooled = self._embed_with_sentences(batch_texts, [spans[i] for i in batch])
+                for i, sentence_vectors in zip(batch, pooled):
+                    sentences[i] = sentence_vectors
             if progress:
                 progress(min(start + batch_size, len(texts)), len(texts))
-        return vectors
+        return vectors, sentences
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query."""
@@ -81,6 +98,11 @@ class Embedder(ABC):
     @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Vectors for one batch of texts."""
+
+    def _embed_with_sentences(self, texts: list[str], spans: list[list[tuple[int, int]]]
+                              ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """One batch's vectors and its texts' sentence vectors; this model pools none."""
+        return self._embed(texts), [None] * len(texts)
 
 
 def packaged_minilm_path() -> Path:
@@ -124,6 +146,11 @@ class SentenceTransformerEmbedder(Embedder):
             self.dimension = int(self.model.get_embedding_dimension())
 
     @property
+    def pools_sentences(self) -> bool:  # type: ignore[override]
+        """True when texts go through the ONNX copy, which pools sentences in the same pass."""
+        return self._float32_copy is not None
+
+    @property
     def model(self):
         """The sentence-transformers model, loaded on first use."""
         with self._model_lock:
@@ -162,6 +189,12 @@ class SentenceTransformerEmbedder(Embedder):
         return self.model.encode(
             texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
         ).astype(np.float32)
+
+    def _embed_with_sentences(self, texts: list[str], spans: list[list[tuple[int, int]]]
+                              ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        if self._float32_copy is not None:
+            return self._float32_copy.encode_with_sentences(texts, spans)
+        return super()._embed_with_sentences(texts, spans)
 
 
 class OpenAIEmbedder(Embedder):

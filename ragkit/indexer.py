@@ -37,6 +37,7 @@ from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .originals import OriginalStore
 from .passages import Passage
+from .sentence_vectors import STORED_META, sentence_spans
 from .tags import checked_tags, normalize_tags
 from .text import search_tokens
 from .vectors import VectorStore, VectorStoreUnavailable
@@ -291,9 +292,13 @@ class Indexer:
             for _, prepared in group:
                 prepared.item.progress(f"embedding {done}/{total} passages{of_files}", 0.1 + 0.8 * done / max(total, 1))
 
-        vectors = self._embedder().embed_documents(texts, self.settings.embedding_batch_size, on_batch)
+        spans = [sentence_spans(p.text, p.section) for _, prepared in group for p in prepared.passages]
+        vectors, sentences = self._embedder().embed_passages(texts, spans, self.settings.embedding_batch_size,
+                                                             on_batch)
         for (_, prepared), (low, high) in zip(group, bounds):
             prepared.vectors = vectors[low:high]
+            prepared.passages = [replace(p, sentence_vectors=found)
+                                 for p, found in zip(prepared.passages, sentences[low:high])]
 
     @contextmanager
     def _vector_write(self, catch_up: bool = True) -> Iterator[None]:
@@ -497,6 +502,7 @@ class Indexer:
         with self.lock.hold():
             self.catalog.set_meta("embedding_model", embedder.name)
             self.catalog.set_meta("embedding_dim", str(embedder.dimension))
+            self.catalog.set_meta(STORED_META, "stored" if embedder.pools_sentences else "none")
         return count
 
     def rebuild_index(self, embedder: Embedder, reuse: dict[str, np.ndarray],
@@ -505,16 +511,19 @@ class Indexer:
         they are, the others embedded with ``embedder`` (without holding the write lock, so
         others go on reading). Returns the passages embedded."""
         report = progress or _no_progress
+        pooled: list[Passage] = []  # passages embedded here, with their sentence vectors
         while True:
             revision = self.catalog.revision
             documents = {doc.id: doc for doc in self.catalog.documents()}
             passages = [p for doc_id in documents for p in self.catalog.passages_of(doc_id)]
             todo = [p for p in passages if p.id not in reuse]
-            fresh = embedder.embed_documents(
-                [contextual_text(p.text, p.section) for p in todo], self.settings.embedding_batch_size,
+            fresh, sentences = embedder.embed_passages(
+                [contextual_text(p.text, p.section) for p in todo], [sentence_spans(p.text, p.section) for p in todo],
+                self.settings.embedding_batch_size,
                 lambda done, total: report(f"embedding {done}/{total}", done / max(total, 1)),
-            ) if todo else np.zeros((0, embedder.dimension), dtype=np.float32)
+            ) if todo else (np.zeros((0, embedder.dimension), dtype=np.float32), [])
             vectors = dict(zip((p.id for p in todo), fresh))
+            pooled += [replace(p, sentence_vectors=found) for p, found in zip(todo, sentences) if found is not None]
             with self._vector_write():
                 if self.catalog.revision != revision:  # changed while embedding: embed the changes too
                     reuse = {**reuse, **vectors}
@@ -523,6 +532,8 @@ class Indexer:
                 if passages:
                     self.store.add(passages, np.stack([reuse.get(p.id, vectors.get(p.id)) for p in passages]),
                                    documents, self.kb_names())
+                current = {p.id for p in passages}
+                self.catalog.store_sentence_vectors([p for p in pooled if p.id in current])
             return len(todo)
 
     def recreate_store(self) -> str:

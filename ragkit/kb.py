@@ -39,6 +39,7 @@ from .originals import OriginalStore
 from .passages import Hit, Passage
 from .people import check_editor
 from .retrieval import Retriever, SearchFilters, allowed_documents
+from .sentence_vectors import STORED_META
 from .tags import checked_tags
 from .text import TOKENIZER_VERSION, search_tokens
 from .vectors import VectorStore
@@ -136,6 +137,9 @@ class KnowledgeBase:
         if stored is None:
             if not self.read_only:
                 self.catalog.set_meta("embedding_model", configured)
+                if not configured.startswith("openai:") and not self.catalog.passage_count():
+                    # a new knowledge base: its passages get sentence vectors at ingest
+                    self.catalog.set_meta(STORED_META, "stored")
         elif stored != configured:
             raise EmbeddingModelMismatch(
                 f"this knowledge base was indexed with embedding model {stored!r} but "
@@ -407,7 +411,9 @@ class KnowledgeBase:
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every passage with the configured model (after changing it)."""
         self._writable("re-index")
-        return self.indexer.reindex(self.embedder, progress)
+        count = self.indexer.reindex(self.embedder, progress)
+        self.retriever.choose_reranker()  # its sentence vectors are stored now
+        return count
 
     def repair(self) -> integrity.RepairReport:
         """Rebuild what can be rebuilt after data was lost or damaged (see ``integrity.repair``)."""

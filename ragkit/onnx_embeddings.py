@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .embeddings import Embedder, EmbeddingError
+from .sentence_vectors import pool_sentences
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -185,35 +186,51 @@ class OnnxEncoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         """Vectors for ``texts``, in batches of texts of similar token count (less padding),
         ``workers`` batches at a time (a few texts are split so that every worker has some)."""
+        return self.encode_with_sentences(texts, None)[0]
+
+    def encode_with_sentences(self, texts: list[str], spans: list[list[tuple[int, int]]] | None
+                              ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """``encode``'s vectors and, when ``spans`` gives each text's sentence spans, each
+        text's sentence vectors pooled from the same pass (``sentence_vectors``)."""
         encodings = self.tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        sentences: list[np.ndarray | None] = [None] * len(texts)
         size = max(1, min(BATCH, -(-len(texts) // self.workers)))
         parts = [order[start : start + size] for start in range(0, len(order), size)]
 
         def encode_part(part: list[int]) -> None:
-            vectors[part] = self._pooled([encodings[i].ids for i in part])
+            hidden, mask = self._hidden([encodings[i].ids for i in part])
+            vectors[part] = _mean_pooled(hidden, mask)
+            for row, i in enumerate(part):
+                if spans is not None:
+                    sentences[i] = pool_sentences(hidden[row], encodings[i].offsets, spans[i])
 
         if len(parts) > 1 and self.workers > 1:
             list(self._workers().map(encode_part, parts))  # list(): re-raises a worker's error here
         else:
             for part in parts:
                 encode_part(part)
-        return vectors
+        return vectors, sentences
 
-    def _pooled(self, token_ids: list[list[int]]) -> np.ndarray:
-        """Normalised mean-pooled vectors of one batch."""
+    def _hidden(self, token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The last hidden state of one batch, and its mask of real tokens."""
         ids, mask = _padded(token_ids, self.pad_id)
         hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
                                          "token_type_ids": np.zeros_like(ids)})[0]
-        pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return hidden, mask
 
     def _workers(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ragkit-embed")
             return self._pool
+
+
+def _mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Normalised mean-pooled vectors of one batch (the packaged model's pooling)."""
+    pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
 def _padded(token_ids: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -292,6 +309,8 @@ def base_model_name(recorded: str) -> str:
 class OnnxInt8Embedder(Embedder):
     """The model exported to ONNX and quantized to int8, run by onnxruntime."""
 
+    pools_sentences = True
+
     def __init__(self, name: str, model_dir: Path, cache_dir: Path, workers: int = 0):
         if not _recipe_matches(cache_dir, INT8_RECIPE, source_fingerprint(model_dir)):
             log.info("building the int8 ONNX embedding model in %s (once)", cache_dir)
@@ -306,3 +325,7 @@ class OnnxInt8Embedder(Embedder):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self.encoder.encode(texts)
+
+    def _embed_with_sentences(self, texts: list[str], spans: list[list[tuple[int, int]]]
+                              ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        return self.encoder.encode_with_sentences(texts, spans)

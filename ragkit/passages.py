@@ -7,7 +7,11 @@ each retriever's score and rank). Citations number hits (``citations.Source``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SECTION_SEPARATOR = " › "  # between the headings of a section path, as shown and exported
 
@@ -36,6 +40,9 @@ class Passage:
     doc_id: str = ""  # set when the passage is stored
     version: int = 0
     section: str = ""  # the headings in force where it starts ("Handbook > Safety"); "" when none or unknown
+    # its sentences' vectors (``sentence_vectors``), from embedding it; the catalog stores
+    # them apart and returns passages without them
+    sentence_vectors: "np.ndarray | None" = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:

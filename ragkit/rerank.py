@@ -9,10 +9,14 @@
   else, scores lower. The standard score of that sentence score, times ``rerank_weight``, is
   added to the fused one's. Measured on the shared English set (top 10 reranked, weight
   0.75, ``eval``): hit@1 0.825 -> 0.877, MRR@10 0.894 -> 0.922 (replayed on stored candidates:
-  the cosine alone, the earlier reranker, 0.840 / 0.903; the word share alone 0.848 / 0.905). It embeds the candidates'
-  sentences at query time (each sentence once: they are remembered): about 1.7 s a search when
-  none is remembered yet on this 2-core machine (``bench --quick`` search p50 0.9-1.0 s against
-  7-23 ms without it), so it is off by default.
+  the cosine alone, the earlier reranker, 0.840 / 0.903; the word share alone 0.848 / 0.905).
+  The sentences' vectors are pooled at ingest from the pass that embeds each passage and
+  stored (``sentence_vectors``), so a search reads them instead of embedding sentences
+  (which cost about 1.7 s a search on 2 cores). ``auto``, the default, is this reranker on
+  a knowledge base that stores them (any created, or re-indexed, by this version) and none
+  on an older one, whose searches would embed every candidate's sentences; sentences
+  without a stored vector (past the model's window, or of a document indexed before) are
+  embedded once and remembered.
 - a directory: a local sentence-transformers ``CrossEncoder`` the user downloaded (for
   example a bge or ms-marco reranker); its scores replace the order of the top candidates.
   Nothing is ever downloaded: a directory that is not there is an error naming the setting.
@@ -27,7 +31,7 @@ import numpy as np
 
 from .config import Settings
 from .errors import RagkitError
-from .text import search_tokens, share_scorer, split_sentences
+from .text import is_cjk_text, search_tokens, share_scorer, split_sentences
 
 
 class RerankerError(RagkitError):
@@ -51,30 +55,54 @@ def word_share_scorer(query: str, idf):
 
 class SentenceReranker:
     """Best-sentence evidence: the question's word share plus its cosine, per sentence
-    (see module docstring)."""
+    (see module docstring). ``stored`` gives passages' stored sentence vectors by id
+    (``Catalog.sentence_vectors``); sentences without one are embedded here, once each.
+    ``query_vector`` embeds the question (the retriever's, which remembers it)."""
 
-    def __init__(self, embedder, weight: float, idf=None):
+    def __init__(self, embedder, weight: float, idf=None, stored=None, query_vector=None,
+                 weight_cjk: float | None = None):
         self._embedder = embedder
         self._idf = idf or (lambda words: {word: 1.0 for word in words})
+        self._stored = stored or (lambda ids: {})
+        self._query_vector = query_vector or (lambda query: self._embedder().embed_query(query))
         self.weight = weight
+        self.weight_cjk = weight if weight_cjk is None else weight_cjk
 
-    def sentence_scores(self, query: str, texts: list[str]) -> list[float]:
-        """Each text's best sentence score: word share + cosine with the query."""
-        embedder = self._embedder()
-        question = embedder.embed_query(query)
+    def sentence_scores(self, query: str, texts: list[str],
+                        stored: list[np.ndarray | None] | None = None) -> list[float]:
+        """Each text's best sentence score: word share + cosine with the query (``stored``:
+        each text's stored sentence vectors, or None)."""
+        question = self._query_vector(query)
         share = word_share_scorer(query, self._idf)
         best = []
-        for text in texts:
+        for text, kept in zip(texts, stored or [None] * len(texts)):
             sentences = [span.text for span in split_sentences(text)] or [text]
-            cosines = embedder.embed_remembered(sentences) @ question
+            cosines = self._cosines(sentences, kept, question)
             # word share and cosine count alike: both run 0-1 over a passage's sentences
             best.append(float((np.asarray([share(s) for s in sentences]) + cosines).max()))
         return best
 
+    def _cosines(self, sentences: list[str], kept: np.ndarray | None, question: np.ndarray) -> np.ndarray:
+        """Each sentence's cosine with the question: from its stored vector when the stored
+        rows match the sentences (zeros: a sentence past the model's window), else embedded."""
+        if kept is None or len(kept) != len(sentences):
+            return self._embedder().embed_remembered(sentences) @ question
+        cosines = kept @ question
+        missing = np.flatnonzero(~np.any(kept, axis=1))
+        if len(missing):
+            cosines[missing] = self._embedder().embed_remembered([sentences[i] for i in missing]) @ question
+        return cosines
+
     def rerank(self, query: str, items: list[tuple[str, float]], texts: dict[str, str]) -> list[tuple[str, float]]:
-        """``items`` (passage id, fused score) in their new order, with combined scores."""
-        best = self.sentence_scores(query, [texts.get(pid, "") for pid, _ in items])
-        combined = standard([score for _, score in items]) + self.weight * standard(best)
+        """``items`` (passage id, fused score) in their new order, with combined scores
+        (unchanged for a question whose script's weight is 0)."""
+        weight = self.weight_cjk if is_cjk_text(query) else self.weight
+        if not weight:
+            return items
+        ids = [pid for pid, _ in items]
+        kept = self._stored(ids)
+        best = self.sentence_scores(query, [texts.get(pid, "") for pid in ids], [kept.get(pid) for pid in ids])
+        combined = standard([score for _, score in items]) + weight * standard(best)
         order = np.argsort(-combined, kind="stable")
         return [(items[i][0], float(combined[i])) for i in order]
 
@@ -110,13 +138,18 @@ class CrossEncoderReranker:
         return [(items[i][0], float(scores[i])) for i in order]
 
 
-def make_reranker(setting: str, embedder, idf=None, weight: float | None = None):
-    """The reranker named by ``setting`` ("none" -> None, "sentences", or a directory);
-    ``idf`` (the lexical index's) and ``weight`` (None: ``Settings.rerank_weight``'s default)
-    are the sentence reranker's."""
-    if not setting or setting == "none":
+def make_reranker(setting: str, embedder, idf=None, weight: float | None = None, stored=None,
+                  query_vector=None, sentence_vectors_stored: bool = False, weight_cjk: float | None = None):
+    """The reranker named by ``setting``: "none" -> None; "auto" -> the sentence reranker
+    where ``sentence_vectors_stored`` (the knowledge base keeps its passages' sentence
+    vectors, so it costs milliseconds), else None; "sentences"; or a CrossEncoder directory.
+    ``idf`` (the lexical index's), ``weight`` and ``weight_cjk`` (None: ``Settings``'
+    defaults), ``stored`` and ``query_vector`` are the sentence reranker's."""
+    if not setting or setting == "none" or (setting == "auto" and not sentence_vectors_stored):
         return None
-    if setting == "sentences":
-        default = Settings.model_fields["rerank_weight"].default
-        return SentenceReranker(embedder, default if weight is None else weight, idf)
+    if setting in ("sentences", "auto"):
+        defaults = Settings.model_fields
+        return SentenceReranker(embedder, defaults["rerank_weight"].default if weight is None else weight, idf,
+                                stored, query_vector,
+                                defaults["rerank_weight_cjk"].default if weight_cjk is None else weight_cjk)
     return CrossEncoderReranker(setting)

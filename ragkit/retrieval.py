@@ -22,6 +22,7 @@ import numpy as np
 
 from .passages import Hit, Passage, joined
 from .rerank import make_reranker
+from .sentence_vectors import STORED_META
 from .text import is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
@@ -193,8 +194,17 @@ class Retriever:
         self._embedder = embedder
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
-        self.reranker = make_reranker(settings.reranker, embedder, lexical.idf, settings.rerank_weight)
+        self.reranker = None
+        self.choose_reranker()
         self.dense_error = ""  # why the last vector search failed ("" when it worked)
+
+    def choose_reranker(self) -> None:
+        """Set the reranker the settings name ("auto": the sentence reranker when the catalog
+        says its passages' sentence vectors are stored); again after ``reindex``."""
+        stored = self.catalog.get_meta(STORED_META) == "stored"
+        self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
+                                      self.settings.rerank_weight, self.catalog.sentence_vectors, self.query_vector,
+                                      sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk)
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
                documents: list | None = None) -> list[Hit]:

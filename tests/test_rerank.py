@@ -66,3 +66,14 @@ def test_the_retriever_builds_the_sentences_reranker_from_the_settings(settings,
         assert knowledge_base.retriever.reranker._idf == knowledge_base.lexical.idf  # the index's word weights
     finally:
         knowledge_base.close()
+
+
+def test_a_chinese_question_keeps_the_fused_order_by_default_and_an_english_one_is_reranked(embedder):
+    reranker = make_reranker("sentences", lambda: embedder)
+    texts = {"a": "图书馆在湖边。1963年重修了大门。", "b": "1963年建成的图书馆位于湖边。", "c": "面包在黎明时烤好。",
+             "d": "The main library was finished in 1963.", "e": "A library was built in 1963 beside the lake.",
+             "f": "Bread is baked at dawn."}
+    chinese = [("a", 1.0), ("b", 0.99), ("c", 0.5)]
+    assert reranker.rerank("哪座图书馆建于1963年？", chinese, texts) == chinese  # rerank_weight_cjk 0
+    english = reranker.rerank("Which library was built in 1963?", [("d", 1.0), ("e", 0.99), ("f", 0.5)], texts)
+    assert [pid for pid, _ in english] == ["e", "d", "f"]

@@ -1,0 +1,137 @@
+"""Sentence vectors made at ingest: each passage's sentences pooled from the pass that embeds
+the passage, stored with it, and read by the sentences reranker instead of embedding the
+candidates' sentences at every search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragkit.kb import KnowledgeBase
+from ragkit.rerank import SentenceReranker
+from ragkit.sentence_vectors import STORED_META, pack, pool_sentences, sentence_spans, unpack
+from ragkit.text import split_sentences
+
+HARBOUR = ("The harbour of Vestby was dredged in 1911. Its lighthouse keeper, Ola Brekke, served for forty "
+           "years. Ferries to the islands leave twice a day. 维斯特比港的灯塔建于一八九零年。")
+
+
+class CountingEmbedder:
+    """The real embedder, counting the texts it is asked to embed (a test's edge)."""
+
+    def __init__(self, inner):
+        self.inner, self.embedded = inner, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_query(self, text):
+        self.embedded.append(text)
+        return self.inner.embed_query(text)
+
+    def embed_remembered(self, texts):
+        self.embedded.extend(texts)
+        return self.inner.embed_remembered(texts)
+
+
+def test_packed_vectors_come_back_within_a_hundredth_of_their_cosine_and_zero_rows_stay_zero():
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(5, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[3] = 0.0  # a sentence past the model's window
+    back = unpack(pack(vectors))
+    assert back.shape == (5, 384)
+    assert not back[3].any()
+    kept = [0, 1, 2, 4]
+    assert np.allclose(np.sum(back[kept] * vectors[kept], axis=1), 1.0, atol=0.01)
+    assert len(pack(vectors)) == 4 + 5 * (4 + 384)
+
+
+def test_spans_point_at_the_sentences_inside_the_text_that_is_embedded_under_its_section_path():
+    text = "Doors open at nine. Tickets cost five euros."
+    spans = sentence_spans(text, "Visitors > Hours")
+    embedded = "Visitors > Hours\n" + text
+    assert [embedded[start:end] for start, end in spans] == [span.text for span in split_sentences(text)]
+    assert sentence_spans(text, "") == [(span.start, span.end) for span in split_sentences(text)]
+
+
+def test_a_sentence_vector_is_the_normalised_mean_of_the_tokens_inside_it():
+    hidden = np.array([[9.0, 9.0], [1.0, 0.0], [0.0, 1.0], [3.0, 0.0], [9.0, 9.0]])
+    offsets = [(0, 0), (0, 4), (5, 9), (10, 14), (0, 0)]  # [CLS] w1 w2 w3 [SEP]
+    pooled = pool_sentences(hidden, offsets, [(0, 9), (10, 14), (20, 30)])
+    assert np.allclose(pooled[0], [2 ** -0.5, 2 ** -0.5])  # w1, w2: special tokens left out
+    assert np.allclose(pooled[1], [1.0, 0.0])
+    assert not pooled[2].any()  # no token there (past the window): zeros, read as missing
+
+
+def test_each_sentence_vector_matches_its_own_sentence_best_when_embedded_alone(embedder):
+    spans = sentence_spans(HARBOUR, "")
+    _, pooled = embedder.embed_passages([HARBOUR], [spans])
+    alone = embedder.embed_documents([HARBOUR[start:end] for start, end in spans])
+    similarity = pooled[0] @ alone.T
+    assert pooled[0].shape == (len(spans), embedder.dimension) and len(spans) == 4
+    assert list(similarity.argmax(axis=1)) == list(range(len(spans)))
+
+
+def test_a_new_knowledge_base_stores_one_vector_per_sentence_of_every_passage(kb):
+    kb.ingest(HARBOUR.encode(), "vestby.txt")
+    passages = kb.catalog.passages_of(kb.documents()[0].id)
+    stored = kb.catalog.sentence_vectors([p.id for p in passages])
+    assert kb.catalog.get_meta(STORED_META) == "stored"
+    assert {pid: len(vectors) for pid, vectors in stored.items()} == {
+        p.id: len(split_sentences(p.text)) for p in passages}
+
+
+def test_searching_embeds_the_question_only_not_the_candidates_sentences(settings, embedder):
+    counting = CountingEmbedder(embedder)
+    knowledge_base = KnowledgeBase(settings, embedder=counting)
+    try:
+        vestby = knowledge_base.ingest(HARBOUR.encode(), "vestby.txt").document
+        knowledge_base.ingest(b"Bread is baked at dawn. The bakery opens at six.", "bakery.txt")
+        assert isinstance(knowledge_base.retriever.reranker, SentenceReranker)
+        counting.embedded.clear()
+        hits = knowledge_base.search("Who kept the lighthouse of Vestby?")
+        assert hits[0].passage.doc_id == vestby.id
+        assert counting.embedded == ["Who kept the lighthouse of Vestby?"]
+    finally:
+        knowledge_base.close()
+
+
+def test_stored_rows_that_do_not_match_the_sentences_are_embedded_instead(embedder):
+    reranker = SentenceReranker(lambda: embedder, 0.75)
+    text = "Ferries leave twice a day. The keeper was Ola Brekke."
+    wrong = np.ones((5, embedder.dimension), dtype=np.float32)  # another splitter's five sentences
+    missing = np.zeros((2, embedder.dimension), dtype=np.float32)
+    fresh = reranker.sentence_scores("Who was the keeper?", [text])
+    assert reranker.sentence_scores("Who was the keeper?", [text], [wrong]) == pytest.approx(fresh)
+    assert reranker.sentence_scores("Who was the keeper?", [text], [missing]) == pytest.approx(fresh)
+
+
+def test_a_new_version_replaces_the_sentence_vectors_and_deleting_removes_them(kb):
+    first = kb.ingest(HARBOUR.encode(), "vestby.txt").document
+    old_ids = [p.id for p in kb.catalog.passages_of(first.id)]
+    second = kb.ingest(b"The harbour was closed in 1990. Nothing sails from it now.", "vestby.txt")
+    new_ids = [p.id for p in kb.catalog.passages_of(second.document.id)]
+    assert kb.catalog.sentence_vectors(old_ids) == {}
+    assert set(kb.catalog.sentence_vectors(new_ids)) == set(new_ids)
+    kb.delete(second.document.id)
+    assert kb.catalog.sentence_vectors(new_ids) == {}
+
+
+def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_sentence_vectors(settings, embedder):
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
+    ids = [p.id for p in knowledge_base.catalog.passages_of(knowledge_base.documents()[0].id)]
+    # as a knowledge base made before sentence vectors were stored
+    with knowledge_base.catalog._engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM sentence_vectors")
+        conn.exec_driver_sql("DELETE FROM meta WHERE key = ?", (STORED_META,))
+    knowledge_base.close()
+    older = KnowledgeBase(settings, embedder=embedder)
+    try:
+        assert older.retriever.reranker is None  # "auto" would embed every candidate's sentences
+        older.reindex()
+        assert isinstance(older.retriever.reranker, SentenceReranker)
+        assert set(older.catalog.sentence_vectors(ids)) == set(ids)
+    finally:
+        older.close()
