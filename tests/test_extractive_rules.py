@@ -19,6 +19,7 @@ from ragkit.extractive import (
     names,
     near_tie,
     refers_back,
+    strays,
 )
 from ragkit.passages import Hit, Passage
 from ragkit.text import search_tokens
@@ -79,6 +80,20 @@ def test_a_short_sentence_scoring_nearly_as_well_as_the_best_is_a_near_tie():
     assert not near_tie(best, Candidate(short, 1, 0, score=CJK_WEIGHTS.close_share - 0.05), CJK_WEIGHTS)
     long = short * (CJK_WEIGHTS.close_chars // len(short) + 1)  # as close, but too long to quote for a tie
     assert not near_tie(best, Candidate(long, 1, 0, score=best.score), CJK_WEIGHTS)
+
+
+def test_a_sentence_of_another_document_scoring_far_below_the_best_strays():
+    best = Candidate("黄蝉别称为硬枝黄蝉、小花黄蝉及黄兰蝉。", 0, 0, document="d", score=1.0)
+    chosen = [(best, best.text)]
+    share = CJK_WEIGHTS.other_document_share
+    coincidence = Candidate("他的编号是007，而系列的俗称叫铁金刚。", 1, 1, document="e", score=share - 0.1)
+    assert strays(chosen, coincidence, CJK_WEIGHTS)
+    assert not strays(chosen, Candidate(coincidence.text, 1, 1, document="e", score=share), CJK_WEIGHTS)
+    assert not strays(chosen, Candidate("为夹竹桃科黄蝉属植物。", 0, 1, document="d", score=0.1), CJK_WEIGHTS)
+    # the next link of a chain is another document's by nature: never a stray
+    made_by = Candidate("它由槐岗酒厂酿造。", 0, 1, subject="枫露春", document="a", score=1.0)
+    founded = Candidate("酒厂由闵守诚于1910年创办。", 1, 1, subject="槐岗酒厂", document="b", score=0.1)
+    assert not strays([(made_by, made_by.text)], founded, CJK_WEIGHTS)
 
 
 def test_a_chinese_answer_quotes_a_near_tie_though_it_repeats_the_question_words():
