@@ -191,7 +191,9 @@ class Settings(BaseSettings):
         default=10, ge=1, le=1000, description="past this many turns, the turns older than the last "
         "RAGKIT_HISTORY_TURNS fold into the conversation's running summary")
     memory_tokens: int = Field(default=300, ge=50, le=4000, description="longest running summary, in tokens")
-    extractive_chars_cjk: int = Field(default=240, ge=20)
+    extractive_chars_cjk: int = Field(
+        default=340, ge=20, description="longest offline answer in Chinese, in characters (its mean is far shorter: "
+        "further sentences must add to the answer, see extractive.Weights)")
     extractive_chars_latin: int = Field(default=340, ge=40)
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)

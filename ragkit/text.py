@@ -198,11 +198,12 @@ def _depth_after(text: str, depth: int, start: int, end: int) -> int:
     return depth
 
 
-# Words that end with a full stop without ending the sentence (titles, "No.", "e.g.", months,
-# units); an abbreviation at a line's end does not end it either (a PDF line wrapped after "Dr.").
+# Words that end with a full stop without ending the sentence (titles, clerical ones included:
+# "Fr. Zahm", "Br. André", "Msgr. Ryan"; "No.", "e.g.", months, units); an abbreviation at a
+# line's end does not end it either (a PDF line wrapped after "Dr.").
 ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof st mt ft no nos vol vols fig figs pp p jr sr sen rep gov gen col lt capt sgt
-    rev hon messrs mme mlle vs cf viz al approx ca dept univ assn ave blvd
+    rev fr br msgr hon messrs mme mlle vs cf viz al approx ca dept univ assn ave blvd
     e.g i.e a.m p.m u.s u.k u.n jan feb mar apr jun jul aug sep sept oct nov dec""".split()
 )
 _WORD_BEFORE_STOP = re.compile(r"(?<![A-Za-z0-9.])([A-Za-z](?:[A-Za-z.]*[A-Za-z])?)\.\s*$")

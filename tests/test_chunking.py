@@ -60,6 +60,12 @@ def test_sentence_splitter_handles_chinese_and_english_punctuation():
     assert [s.text for s in spans] == ["你好。", "今天下雨吗？", "是的！", "Hello there.", "How are you?", "Fine"]
 
 
+def test_a_clerical_title_does_not_end_the_sentence():
+    text = "A Science Hall was built in 1883 under the direction of Fr. Zahm. Br. André and Msgr. Ryan came."
+    assert [s.text for s in split_sentences(text)] == [
+        "A Science Hall was built in 1883 under the direction of Fr. Zahm.", "Br. André and Msgr. Ryan came."]
+
+
 def test_a_mark_inside_brackets_does_not_end_the_sentence():
     text = "萱侬律(又名：「东芭乐园」；泰文：สวน)位于泰国。He cites (see Fig. 2. above) it. 未闭合（括号。下一句。"
     assert [s.text for s in split_sentences(text)] == [

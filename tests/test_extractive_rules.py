@@ -1,12 +1,14 @@
 """The offline answerer's rules for which sentences state the fact: a sentence that points back
 at the one before shares its question words, an English question word counts more when few
 retrieved sentences hold it, and a further Chinese sentence is quoted only when it adds a
-question word (or the kind asked) the quoted ones lack. Pure functions, no model."""
+question word (or the kind asked) the quoted ones lack, or is short and scores nearly as well
+as the best one. Pure functions, no model."""
 
 from __future__ import annotations
 
 from ragkit.config import Settings
 from ragkit.extractive import (
+    CJK_WEIGHTS,
     Candidate,
     _candidates,
     _lexical_scorer,
@@ -15,7 +17,9 @@ from ragkit.extractive import (
     extractive_answer,
     linked,
     names,
+    near_tie,
     refers_back,
+    strays,
 )
 from ragkit.passages import Hit, Passage
 from ragkit.text import search_tokens
@@ -67,6 +71,38 @@ def test_a_further_sentence_must_add_a_missing_question_word_or_the_missing_kind
     assert adds_to(chosen, typed, question)  # the first holds no span of the kind asked
     first.answer_spans = ["六十元"]
     assert not adds_to(chosen, typed, question)  # it does now: a second one adds nothing
+
+
+def test_a_short_sentence_scoring_nearly_as_well_as_the_best_is_a_near_tie():
+    best = Candidate("软枝黄蝉别称黄莺、小黄蝉、重瓣黄蝉，为夹竹桃科黄蝉属植物，原生于巴西。", 0, 0, score=1.0)
+    short = "黄蝉别称为硬枝黄蝉、小花黄蝉及黄兰蝉。"
+    assert near_tie(best, Candidate(short, 1, 0, score=CJK_WEIGHTS.close_share), CJK_WEIGHTS)
+    assert not near_tie(best, Candidate(short, 1, 0, score=CJK_WEIGHTS.close_share - 0.05), CJK_WEIGHTS)
+    long = short * (CJK_WEIGHTS.close_chars // len(short) + 1)  # as close, but too long to quote for a tie
+    assert not near_tie(best, Candidate(long, 1, 0, score=best.score), CJK_WEIGHTS)
+
+
+def test_a_sentence_of_another_document_scoring_far_below_the_best_strays():
+    best = Candidate("黄蝉别称为硬枝黄蝉、小花黄蝉及黄兰蝉。", 0, 0, document="d", score=1.0)
+    chosen = [(best, best.text)]
+    share = CJK_WEIGHTS.other_document_share
+    coincidence = Candidate("他的编号是007，而系列的俗称叫铁金刚。", 1, 1, document="e", score=share - 0.1)
+    assert strays(chosen, coincidence, CJK_WEIGHTS)
+    assert not strays(chosen, Candidate(coincidence.text, 1, 1, document="e", score=share), CJK_WEIGHTS)
+    assert not strays(chosen, Candidate("为夹竹桃科黄蝉属植物。", 0, 1, document="d", score=0.1), CJK_WEIGHTS)
+    # the next link of a chain is another document's by nature: never a stray
+    made_by = Candidate("它由槐岗酒厂酿造。", 0, 1, subject="枫露春", document="a", score=1.0)
+    founded = Candidate("酒厂由闵守诚于1910年创办。", 1, 1, subject="槐岗酒厂", document="b", score=0.1)
+    assert not strays([(made_by, made_by.text)], founded, CJK_WEIGHTS)
+
+
+def test_a_chinese_answer_quotes_a_near_tie_though_it_repeats_the_question_words():
+    hits = [hit("软枝黄蝉别称黄莺、小黄蝉、重瓣黄蝉、泻黄蝉、软枝花蝉，为夹竹桃科黄蝉属植物，"
+                "原生于巴西，现广植于热带地区。花期为3-8月，果期10-12月。"),
+            hit("黄蝉别称为硬枝黄蝉、小花黄蝉及黄兰蝉。为夹竹桃科黄蝉属植物。", 1, "e")]
+    answer = extractive_answer("黄蝉的别称叫什么？", hits, Settings())
+    assert answer.text.startswith("软枝黄蝉别称") and "硬枝黄蝉、小花黄蝉及黄兰蝉" in answer.text
+    assert answer.sources[1].cited
 
 
 def test_a_chinese_answer_leaves_out_a_sentence_that_only_repeats_the_subject():
