@@ -94,8 +94,8 @@ class ExplodingEmbedder:
     def __init__(self, real):
         self.real, self.name, self.dimension = real, real.name, real.dimension
 
-    def embed_documents(self, texts, batch_size=64, progress=None):
-        vectors = self.real.embed_documents(texts[:1])
+    def embed_passages(self, texts, spans, batch_size=64, progress=None):
+        vectors, _ = self.real.embed_passages(texts[:1], spans[:1])
         raise RuntimeError(f"out of memory after {len(vectors)} vectors")
 
     def embed_query(self, text):
@@ -117,12 +117,12 @@ def test_a_batch_of_files_is_embedded_together_and_each_file_is_all_or_nothing(k
     (tmp_path / "empty.txt").write_text("")
     (tmp_path / "also.md").write_text("# Radio\n\nRadio waves are the longest.")
     calls = []
-    real = kb.embedder.embed_documents
-    kb.embedder.embed_documents = lambda texts, *a, **k: calls.append(len(texts)) or real(texts, *a, **k)
+    real = kb.embedder.embed_passages
+    kb.embedder.embed_passages = lambda texts, *a, **k: calls.append(len(texts)) or real(texts, *a, **k)
     try:
         results = kb.ingest_many([IngestItem.of(tmp_path / n) for n in ("good.txt", "empty.txt", "also.md")])
     finally:
-        del kb.embedder.embed_documents
+        del kb.embedder.embed_passages
     assert [r.status for r in results] == ["added", "refused", "added"]
     assert calls == [2]  # one model call for both files' passages
     assert kb.search("longest waves", k=1)[0].filename == "also.md"
