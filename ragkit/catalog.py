@@ -509,9 +509,12 @@ class Catalog:
                 found.update((pid, unpack(bytes(blob))) for pid, blob in rows)
         return found
 
-    def store_sentence_vectors(self, passages: list[Passage]) -> None:
-        """Store (or replace) the sentence vectors the passages carry (after ``reindex``)."""
+    def store_sentence_vectors(self, passages: list[Passage], replace_all: bool = False) -> None:
+        """Store (or replace) the sentence vectors the passages carry (after ``reindex``);
+        ``replace_all``: every other passage's are dropped (another model's)."""
         with write(self._engine) as conn:
+            if replace_all:
+                conn.execute(text("DELETE FROM sentence_vectors"))
             _insert_sentence_vectors(conn, passages)
 
     def passage_terms(self, doc_ids: list[str] | None = None) -> list[tuple[str, str, list[str]]]:

@@ -118,8 +118,8 @@ class Settings(BaseSettings):
         "(offline: each candidate's best sentence, by the share of the query's words it holds plus its "
         "similarity to the query); or the directory of a local sentence-transformers CrossEncoder")
     rerank_depth: int = Field(
-        default=5, ge=2, le=200, description="how many of the best candidates are reranked: by default as many as "
-        "a search returns (top_k), so reranking orders them and never changes which passages it returns")
+        default=5, ge=2, le=200, description="how many of the best candidates are reranked: 5, as many as a search "
+        "returns by default (top_k), so reranking orders them and never changes which passages it returns")
     rerank_weight: float = Field(
         default=0.75, ge=0, le=10, description="the sentences reranker: how much a candidate's best sentence "
         "counts beside its fused score (both as standard scores over the reranked candidates), for a question in "

@@ -249,13 +249,14 @@ def embedding_backend(settings: Settings, recorded: str | None = None) -> str:
     ``recorded`` (None: a new store). An explicit backend is kept (a store of the other
     then raises EmbeddingModelMismatch when opened); ``auto`` keeps the backend the recorded
     name says, so an existing store never mixes two backends' vectors, and gives a new
-    store ``NEW_STORE_EMBEDDING_BACKEND``."""
+    store ``NEW_STORE_EMBEDDING_BACKEND`` for the packaged model (the one its int8 copy was
+    measured on; the copy assumes its architecture and pooling), ``torch`` for another."""
     from .onnx_embeddings import is_int8_model_name
 
     if settings.embedding_backend != "auto":
         return settings.embedding_backend
     if recorded is None:
-        return NEW_STORE_EMBEDDING_BACKEND
+        return NEW_STORE_EMBEDDING_BACKEND if settings.embedding_model == DEFAULT_EMBEDDING_MODEL else "torch"
     return "onnx-int8" if is_int8_model_name(recorded) else "torch"
 
 

@@ -279,7 +279,8 @@ class Indexer:
             results[index] = _finished(prepared.item, result, prepared.started)
 
     def _embed(self, group: list[tuple[int, _Prepared]]) -> None:
-        texts = [text for _, prepared in group for text in (prepared.contexts or [p.text for p in prepared.passages])]
+        texts = [text for _, prepared in group
+                 for text in (prepared.contexts or [contextual_text(p.text, p.section) for p in prepared.passages])]
         bounds, offset = [], 0
         for _, prepared in group:
             bounds.append((offset, offset + len(prepared.passages)))
@@ -533,7 +534,8 @@ class Indexer:
                     self.store.add(passages, np.stack([reuse.get(p.id, vectors.get(p.id)) for p in passages]),
                                    documents, self.kb_names())
                 current = {p.id for p in passages}
-                self.catalog.store_sentence_vectors([p for p in pooled if p.id in current])
+                # a full re-index drops the earlier model's vectors (none may be pooled now)
+                self.catalog.store_sentence_vectors([p for p in pooled if p.id in current], replace_all=not reuse)
             return len(todo)
 
     def recreate_store(self) -> str:

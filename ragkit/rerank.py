@@ -13,10 +13,12 @@
   The sentences' vectors are pooled at ingest from the pass that embeds each passage and
   stored (``sentence_vectors``), so a search reads them instead of embedding sentences
   (which cost about 1.7 s a search on 2 cores). ``auto``, the default, is this reranker on
-  a knowledge base that stores them (any created, or re-indexed, by this version) and none
+  a knowledge base that stores them (any created, or re-indexed, by this version, with a
+  model that pools them) over the 5 passages a search returns (``rerank_depth``), and none
   on an older one, whose searches would embed every candidate's sentences; sentences
   without a stored vector (past the model's window, or of a document indexed before) are
-  embedded once and remembered.
+  embedded once and remembered. With the int8 model of a new store: hit@1 / MRR@10 0.836 /
+  0.899 -> 0.863 / 0.913.
 - a directory: a local sentence-transformers ``CrossEncoder`` the user downloaded (for
   example a bge or ms-marco reranker); its scores replace the order of the top candidates.
   Nothing is ever downloaded: a directory that is not there is an error naming the setting.
@@ -60,13 +62,15 @@ class SentenceReranker:
     ``query_vector`` embeds the question (the retriever's, which remembers it)."""
 
     def __init__(self, embedder, weight: float, idf=None, stored=None, query_vector=None,
-                 weight_cjk: float | None = None):
+                 weight_cjk: float | None = None, only_stored: bool = False):
         self._embedder = embedder
         self._idf = idf or (lambda words: {word: 1.0 for word in words})
         self._stored = stored or (lambda ids: {})
         self._query_vector = query_vector or (lambda query: self._embedder().embed_query(query))
         self.weight = weight
         self.weight_cjk = weight if weight_cjk is None else weight_cjk
+        # "auto": rerank only where sentence vectors come stored, never embedding them all
+        self.only_stored = only_stored
 
     def sentence_scores(self, query: str, texts: list[str],
                         stored: list[np.ndarray | None] | None = None) -> list[float]:
@@ -85,7 +89,7 @@ class SentenceReranker:
     def _cosines(self, sentences: list[str], kept: np.ndarray | None, question: np.ndarray) -> np.ndarray:
         """Each sentence's cosine with the question: from its stored vector when the stored
         rows match the sentences (zeros: a sentence past the model's window), else embedded."""
-        if kept is None or len(kept) != len(sentences):
+        if kept is None or kept.shape != (len(sentences), len(question)):
             return self._embedder().embed_remembered(sentences) @ question
         cosines = kept @ question
         missing = np.flatnonzero(~np.any(kept, axis=1))
@@ -97,7 +101,7 @@ class SentenceReranker:
         """``items`` (passage id, fused score) in their new order, with combined scores
         (unchanged for a question whose script's weight is 0)."""
         weight = self.weight_cjk if is_cjk_text(query) else self.weight
-        if not weight:
+        if not weight or (self.only_stored and not getattr(self._embedder(), "pools_sentences", False)):
             return items
         ids = [pid for pid, _ in items]
         kept = self._stored(ids)
@@ -142,7 +146,7 @@ def make_reranker(setting: str, embedder, idf=None, weight: float | None = None,
                   query_vector=None, sentence_vectors_stored: bool = False, weight_cjk: float | None = None):
     """The reranker named by ``setting``: "none" -> None; "auto" -> the sentence reranker
     where ``sentence_vectors_stored`` (the knowledge base keeps its passages' sentence
-    vectors, so it costs milliseconds), else None; "sentences"; or a CrossEncoder directory.
+    vectors, so it costs milliseconds) and the embedder pools them, else None; "sentences"; or a CrossEncoder directory.
     ``idf`` (the lexical index's), ``weight`` and ``weight_cjk`` (None: ``Settings``'
     defaults), ``stored`` and ``query_vector`` are the sentence reranker's."""
     if not setting or setting == "none" or (setting == "auto" and not sentence_vectors_stored):
@@ -151,5 +155,6 @@ def make_reranker(setting: str, embedder, idf=None, weight: float | None = None,
         defaults = Settings.model_fields
         return SentenceReranker(embedder, defaults["rerank_weight"].default if weight is None else weight, idf,
                                 stored, query_vector,
-                                defaults["rerank_weight_cjk"].default if weight_cjk is None else weight_cjk)
+                                defaults["rerank_weight_cjk"].default if weight_cjk is None else weight_cjk,
+                                only_stored=setting == "auto")
     return CrossEncoderReranker(setting)

@@ -85,6 +85,8 @@ def test_the_default_is_int8_for_a_new_store_and_the_recorded_backend_for_an_exi
     assert embedding_backend(auto, INT8) == "onnx-int8"
     assert embedding_backend(auto, "all-MiniLM-L6-v2+onnx-int8-r3") == "onnx-int8"  # an older recipe: reindex
     assert embedding_backend(torch, INT8) == "torch"  # named: kept, and the store refuses it
+    other = Settings(embedding_model="/models/bge-small", embedding_backend="auto", _env_file=None)
+    assert embedding_backend(other, None) == "torch"  # int8 was measured on the packaged model only
     openai = Settings(embedding_model="openai:text-embedding-3-small", embedding_backend="auto", _env_file=None)
     assert configured_model_name(openai) == "openai:text-embedding-3-small"
 

@@ -135,3 +135,34 @@ def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_senten
         assert set(older.catalog.sentence_vectors(ids)) == set(ids)
     finally:
         older.close()
+
+
+def test_auto_reranks_nothing_when_the_model_pools_no_sentence_vectors(settings):
+    from ragkit.embeddings import HashingEmbedder
+
+    knowledge_base = KnowledgeBase(settings, embedder=HashingEmbedder())
+    try:
+        knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
+        knowledge_base.ingest(b"Bread is baked at dawn. The bakery opens at six.", "bakery.txt")
+        assert knowledge_base.catalog.sentence_vectors(list(knowledge_base.catalog.passage_ids())) == {}
+        fused = [("a", 1.0), ("b", 0.5), ("c", 0.1)]
+        reranker = knowledge_base.retriever.reranker
+        assert reranker.rerank("Who kept the lighthouse?", fused, {"a": "x", "b": "y", "c": "z"}) == fused
+    finally:
+        knowledge_base.close()
+
+
+def test_a_full_reindex_with_a_model_that_pools_none_drops_the_earlier_models_vectors(settings, embedder):
+    from ragkit.embeddings import HashingEmbedder
+
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
+    ids = list(knowledge_base.catalog.passage_ids())
+    assert knowledge_base.catalog.sentence_vectors(ids)
+    hashing = HashingEmbedder()
+    knowledge_base.indexer.reindex(hashing)
+    try:
+        assert knowledge_base.catalog.sentence_vectors(ids) == {}
+        assert knowledge_base.catalog.get_meta(STORED_META) == "none"
+    finally:
+        knowledge_base.close()
