@@ -27,13 +27,16 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from .config import Settings
 from .errors import RagkitError
-from .text import is_cjk_text, search_tokens, share_scorer, split_sentences
+from .text import is_cjk_text, search_tokens, share_scorer, split_sentences, token_share
+
+SPLIT_MEMORY = 4096  # passages whose sentences and their tokens the sentence reranker remembers
 
 
 class RerankerError(RagkitError):
@@ -51,8 +54,12 @@ def word_share_scorer(query: str, idf):
     """A function giving the share of the query's word weight a sentence holds: the summed idf
     of the query's distinct search tokens found in it over their total (``text.share_scorer``).
     ``idf`` maps a list of tokens to their idf (``LexicalIndex.idf``)."""
+    return share_scorer(_query_weights(query, idf))
+
+
+def _query_weights(query: str, idf) -> dict[str, float]:
     words = list(dict.fromkeys(search_tokens(query)))
-    return share_scorer(idf(words) if words else {})
+    return idf(words) if words else {}
 
 
 class SentenceReranker:
@@ -71,20 +78,37 @@ class SentenceReranker:
         self.weight_cjk = weight if weight_cjk is None else weight_cjk
         # "auto": rerank only where sentence vectors come stored, never embedding them all
         self.only_stored = only_stored
+        self._split: OrderedDict[str, tuple[list[str], list[frozenset[str]]]] = OrderedDict()
+        self._split_lock = threading.Lock()
 
     def sentence_scores(self, query: str, texts: list[str],
                         stored: list[np.ndarray | None] | None = None) -> list[float]:
         """Each text's best sentence score: word share + cosine with the query (``stored``:
         each text's stored sentence vectors, or None)."""
         question = self._query_vector(query)
-        share = word_share_scorer(query, self._idf)
+        share = token_share(_query_weights(query, self._idf))
         best = []
         for text, kept in zip(texts, stored or [None] * len(texts)):
-            sentences = [span.text for span in split_sentences(text)] or [text]
+            sentences, tokens = self._sentences(text)
             cosines = self._cosines(sentences, kept, question)
             # word share and cosine count alike: both run 0-1 over a passage's sentences
-            best.append(float((np.asarray([share(s) for s in sentences]) + cosines).max()))
+            best.append(float((np.asarray([share(words) for words in tokens]) + cosines).max()))
         return best
+
+    def _sentences(self, text: str) -> tuple[list[str], list[frozenset[str]]]:
+        """``text``'s sentences and each one's search tokens, remembered for the
+        ``SPLIT_MEMORY`` texts used last (a passage is a candidate of many questions)."""
+        with self._split_lock:
+            if text in self._split:
+                self._split.move_to_end(text)
+                return self._split[text]
+        sentences = [span.text for span in split_sentences(text)] or [text]
+        found = (sentences, [frozenset(search_tokens(sentence)) for sentence in sentences])
+        with self._split_lock:
+            self._split[text] = found
+            while len(self._split) > SPLIT_MEMORY:
+                self._split.popitem(last=False)
+        return found
 
     def _cosines(self, sentences: list[str], kept: np.ndarray | None, question: np.ndarray) -> np.ndarray:
         """Each sentence's cosine with the question: from its stored vector when the stored

@@ -227,10 +227,12 @@ class Retriever:
         exact = exact_terms(query) if self.settings.exact_first else ExactTerms()
         if exact.identifiers or exact.phrases:
             fused = self._exact_first(fused, exact, depth, allowed)
+        read: dict[str, Passage] = {}  # passages already read from the catalog, by id
         if self.reranker is not None:
-            fused = self._reranked(query, fused, exact)
+            fused = self._reranked(query, fused, exact, read)
         fused = as_relevance(fused)[:k]
-        passages = self.catalog.passages([pid for pid, _ in fused])
+        unread = [pid for pid, _ in fused if pid not in read]
+        passages = {**read, **(self.catalog.passages(unread) if unread else {})}
         labels = {doc.id: doc for doc in documents}
         dense_scores, lexical_scores = dict(dense), dict(lexical)
         dense_rank = {pid: rank for rank, (pid, _) in enumerate(dense, start=1)}
@@ -267,8 +269,10 @@ class Retriever:
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
         return fuse_scores(dense, lexical, weight, self.settings.fusion), dense, lexical
 
-    def _reranked(self, query: str, fused: list[tuple[str, float]], exact: "ExactTerms") -> list[tuple[str, float]]:
-        """The top ``rerank_depth`` candidates in the reranker's order (exact matches stay first)."""
+    def _reranked(self, query: str, fused: list[tuple[str, float]], exact: "ExactTerms",
+                  read: dict[str, Passage]) -> list[tuple[str, float]]:
+        """The top ``rerank_depth`` candidates in the reranker's order (exact matches stay first);
+        the passages it reads go into ``read``."""
         depth = self.settings.rerank_depth
         head, tail = fused[:depth], fused[depth:]
         pinned = len(head) if exact.identifiers or exact.phrases else 0
@@ -278,7 +282,8 @@ class Retriever:
         rest = head[pinned:]
         if not rest:
             return fused
-        texts = {pid: passage.text for pid, passage in self.catalog.passages([pid for pid, _ in rest]).items()}
+        read.update(self.catalog.passages([pid for pid, _ in rest]))
+        texts = {pid: read[pid].text for pid, _ in rest if pid in read}
         fused_score = dict(rest)  # the reranker orders; the scores stay the fusion's (one scale for all)
         return head[:pinned] + [(pid, fused_score[pid]) for pid, _ in self.reranker.rerank(query, rest, texts)] + tail
 

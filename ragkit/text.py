@@ -92,10 +92,16 @@ def title_positions(title: str, text: str) -> list[int]:
 def share_scorer(weights: dict[str, float]):
     """A function giving the share of ``weights``' total (search token -> weight) that a
     text's search tokens hold (0 for every text when the total is 0)."""
+    share = token_share(weights)
+    return lambda text: share(set(search_tokens(text)))
+
+
+def token_share(weights: dict[str, float]):
+    """``share_scorer`` over a text's set of search tokens, already made."""
     total = sum(weights.values())
     if total <= 0:
-        return lambda text: 0.0
-    return lambda text: sum(weights[token] for token in weights.keys() & set(search_tokens(text))) / total
+        return lambda tokens: 0.0
+    return lambda tokens: sum(weights[token] for token in weights.keys() & tokens) / total
 
 
 @lru_cache(maxsize=1)
