@@ -20,6 +20,14 @@ for leaked in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGKIT_CHAT_MODEL"):
 os.environ["RAGKIT_EMBEDDING_BACKEND"] = "torch"
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def environment_without_settings() -> dict[str, str]:
+    """This process's environment without any model or ragkit setting but the suite's
+    embedding backend: a CLI run that builds a store the app then opens must record the
+    backend the app is started with."""
+    return {key: value for key, value in os.environ.items()
+            if not key.startswith(("OPENAI_", "RAGKIT_")) or key == "RAGKIT_EMBEDDING_BACKEND"}
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED_EVAL = REPO.parent / "shared" / "eval"
 

@@ -4,7 +4,6 @@ both documents (the one naming the designer, the one saying where he was born)."
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import ask, browser, page, require_chromium, start_app  # noqa: F401 (fixtures)
-from conftest import REPO
+from conftest import REPO, environment_without_settings
 
 pytestmark = pytest.mark.browser
 require_chromium()
@@ -33,7 +32,7 @@ def app_url(tmp_path_factory):
     for name, text in FILES.items():
         (files / name).write_text(text, encoding="utf-8")
     data = tmp_path_factory.mktemp("lovelace-data")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGKIT_"))}
+    env = environment_without_settings()
     subprocess.run([sys.executable, "-m", "ragkit", "--data-dir", str(data), "ingest", *map(str, files.iterdir())],
                    cwd=REPO, env=env, check=True, capture_output=True, timeout=900)
     yield from start_app(tmp_path_factory, RAGKIT_DATA_DIR=str(data))

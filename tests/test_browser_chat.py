@@ -10,7 +10,6 @@ counting what its search leaves.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from browser_helpers import (  # noqa: F401 (fixtures)
     shot,
     start_app,
 )
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, environment_without_settings
 from ragkit.history import THUMBS_UP, HistoryManager
 
 pytestmark = pytest.mark.browser
@@ -46,7 +45,7 @@ ANSWERED = re.compile(r"^(extractive answer \(offline\)|not in your documents) Â
 def data_dir(tmp_path_factory):
     """A data dir holding the report (PDF) and the handbook (DOCX), added with the CLI."""
     data = tmp_path_factory.mktemp("chat-data")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGKIT_"))}
+    env = environment_without_settings()
     subprocess.run([sys.executable, "-m", "ragkit", "--data-dir", str(data), "ingest",
                     str(FIXTURES / "report_en.pdf"), str(FIXTURES / "handbook.docx")],
                    cwd=REPO, env=env, check=True, capture_output=True, timeout=900)
