@@ -40,6 +40,9 @@ CHINESE_STOPWORDS = frozenset(
 # Bump when index_tokens() (what BM25 indexes) changes: cached tokens of stored chunks are then
 # recomputed. 3: Chinese content characters are indexed too.
 TOKENIZER_VERSION = 3
+# before an indexed character: "·花" is never the one-character word "花", whose document
+# frequency the answer's grade weighs the question's words by
+CHARACTER_MARK = "\u00b7"
 
 
 @lru_cache(maxsize=1)
@@ -173,7 +176,7 @@ def _tokens(text: str, drop_stopwords: bool, stem: bool, characters: bool) -> li
             tokens.extend(piece for piece in pieces if not (drop_stopwords and piece in CHINESE_STOPWORDS))
             tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
             if characters:
-                tokens.extend(ch for piece in pieces if piece not in CHINESE_STOPWORDS
+                tokens.extend(CHARACTER_MARK + ch for piece in pieces if piece not in CHINESE_STOPWORDS
                               for ch in piece if ch not in CHINESE_STOPWORDS)
         elif not (drop_stopwords and word in ENGLISH_STOPWORDS):
             tokens.append(_stem(word) if stem else word)

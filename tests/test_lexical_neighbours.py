@@ -31,7 +31,7 @@ def test_the_subject_and_its_facts_back_each_other_above_a_passage_not_naming_th
     assert set(ranked[:2]) == {"bio-v1-0", "bio-v1-1"}
 
 
-def test_a_passage_holding_every_query_word_scores_exactly_as_without_backing():
+def test_a_passage_without_neighbours_scores_exactly_as_without_backing():
     alone = [LexicalEntry("a-v1-0", "a", ["茶园", "开放"]), LexicalEntry("b-v1-0", "b", ["茶园"])]
     plain, backed = LexicalIndex(), LexicalIndex(neighbour_weight=0.4)
     plain.add(alone)
