@@ -39,7 +39,7 @@ from .originals import OriginalStore
 from .passages import Passage
 from .sentence_vectors import STORED_META, sentence_spans
 from .tags import checked_tags, normalize_tags
-from .text import search_tokens
+from .text import index_tokens
 from .vectors import VectorStore, VectorStoreUnavailable
 from .writelock import WriteLock
 
@@ -224,7 +224,7 @@ class Indexer:
                 raise LoaderError(f"{item.filename}: no text to index")
             # embedded and indexed with their section path above them (headings of the file)
             contexts = [contextual_text(p.text, p.section) for p in passages]
-            terms = [search_tokens(text) for text in contexts]
+            terms = [index_tokens(text) for text in contexts]
             return _Prepared(item, loaded, passages, terms, started, contexts=contexts)
         except LoaderError as exc:
             return _finished(item, IngestResult(item.filename, "refused", str(exc)), started)

@@ -35,7 +35,7 @@ from .catalog import DEFAULT_KB_ID, DEFAULT_KB_NAME, Catalog, DocumentRecord
 from .chunking import contextual_text
 from .errors import StoreInconsistent
 from .passages import Passage
-from .text import search_tokens
+from .text import index_tokens
 from .vectors import StoredVector, VectorStore, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -344,7 +344,7 @@ def backfill(catalog: Catalog, store: VectorStore) -> int:
                                     start=int(m.get("start", 0)), end=int(m.get("end", 0)),
                                     tokens=int(m.get("tokens", 0)), doc_id=stored.doc_id, version=stored.version,
                                     section=str(m.get("section") or "")))
-    catalog.fill_passages(passages, [search_tokens(contextual_text(p.text, p.section)) for p in passages])
+    catalog.fill_passages(passages, [index_tokens(contextual_text(p.text, p.section)) for p in passages])
     catalog.set_meta("passages_backfill", "done")
     return len(passages)
 
@@ -372,7 +372,7 @@ def repair(catalog: Catalog, store: VectorStore, indexer, embedder) -> RepairRep
             for vectors in vectors_by_document(store, set(found.unknown)).values():
                 record, passages = documents_from_vectors(vectors)
                 catalog.ensure_knowledge_base(record.kb_id, kb_name_from_vectors(vectors, record.kb_id))
-                catalog.restore(record, passages, [search_tokens(contextual_text(p.text, p.section)) for p in passages])
+                catalog.restore(record, passages, [index_tokens(contextual_text(p.text, p.section)) for p in passages])
                 report.restored_documents.append(record.filename)
             found = inspect(catalog, store, full=True, lock_held=True)
         indexer.delete_vectors(found.stale)

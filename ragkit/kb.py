@@ -41,7 +41,7 @@ from .people import check_editor
 from .retrieval import Retriever, SearchFilters, allowed_documents
 from .sentence_vectors import STORED_META
 from .tags import checked_tags
-from .text import TOKENIZER_VERSION, search_tokens
+from .text import TOKENIZER_VERSION, index_tokens, search_tokens
 from .vectors import VectorStore
 from .writelock import write_lock_for
 
@@ -62,7 +62,7 @@ class KnowledgeBase:
         self._embedder_lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self.catalog = Catalog(settings.catalog_location, lease_s=settings.write_lease_s)
-        self.lexical = LexicalIndex()
+        self.lexical = LexicalIndex(neighbour_weight=settings.neighbour_backing)
         lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
         if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url or self.read_only:
@@ -164,7 +164,7 @@ class KnowledgeBase:
             copied = integrity.backfill(self.catalog, self.store)
             log.info("copied %d passages of an older catalog into it", copied)
         if self.catalog.get_meta("tokenizer_version") != str(TOKENIZER_VERSION):
-            self.catalog.retokenize(search_tokens)
+            self.catalog.retokenize(index_tokens)
             self.catalog.set_meta("tokenizer_version", str(TOKENIZER_VERSION))
             self._snapshot_path().unlink(missing_ok=True)
         found = integrity.inspect(self.catalog, self.store)

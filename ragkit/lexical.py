@@ -12,6 +12,13 @@ block, removed ones are masked out, and both are folded into the main block once
 grow past a share of the index. Document frequencies, N and the total length are
 exact integers kept up to date, so the scores equal those of a fresh build exactly.
 
+With a ``neighbour_weight`` w, a passage's score is ``(1 - w) * own + w * backed``, where
+``backed`` sums, over the query's tokens, the best a token scores in the passage or in one of its
+neighbours (the passages either side of it in its document). A chunk that holds the facts
+asked about but not the subject they are about (a biography's "1992年4月，任…" two passages
+below "罗保铭，天津人") is then backed by the neighbour that names the subject. Only passages
+holding a query token are candidates, as without it.
+
 Passage tokens come from the catalog (persisted per passage); ``save``/``load`` keep a
 snapshot of the arrays so a large knowledge base reopens without re-reading them all.
 """
@@ -71,8 +78,9 @@ class _Postings:
 class LexicalIndex:
     """Incremental BM25 over passages; thread-safe (searches see whole updates only)."""
 
-    def __init__(self, recent_share: float = 0.1, recent_minimum: int = 2000):
+    def __init__(self, recent_share: float = 0.1, recent_minimum: int = 2000, neighbour_weight: float = 0.0):
         self._lock = threading.RLock()
+        self._neighbour_weight = neighbour_weight
         self._recent_share = recent_share
         self._recent_minimum = recent_minimum
         self._reset()
@@ -84,6 +92,8 @@ class LexicalIndex:
         self._slot_doc: list[str] = []
         self._doc_number: dict[str, int] = {}  # document -> small int, for vectorised filters
         self._slot_docnum = np.zeros(0, dtype=np.int32)
+        self._slot_position = np.zeros(0, dtype=np.int64)  # the passage's place in its document
+        self._neighbours: tuple[np.ndarray, np.ndarray] | None = None  # None: listed at the next search
         self._slot_terms: list[np.ndarray] = []  # unique term ids per slot (for rebuilds)
         self._slot_freqs: list[np.ndarray] = []
         self._lengths = np.zeros(0, dtype=np.float64)
@@ -163,7 +173,7 @@ class LexicalIndex:
         slot = len(self._slot_ids)
         self._slot_ids.append(entry.passage_id)
         self._slot_of[entry.passage_id] = slot
-        self._place(slot, entry.doc_id)
+        self._place(slot, entry.passage_id, entry.doc_id)
         self._doc_version.setdefault(entry.doc_id, version_of(entry.passage_id))
         self._slot_terms.append(term_ids)
         self._slot_freqs.append(freqs.astype(np.float32))
@@ -174,8 +184,9 @@ class LexicalIndex:
         self._lengths = _grow(self._lengths, slot, float(len(ids)))
         self._alive = _grow(self._alive, slot, True)
 
-    def _place(self, slot: int, doc_id: str) -> None:
+    def _place(self, slot: int, passage_id: str, doc_id: str) -> None:
         self._slot_doc.append(doc_id)
+        self._slot_position = _grow(self._slot_position, slot, position_of(passage_id))
         number = self._doc_number.setdefault(doc_id, len(self._doc_number))
         self._slot_docnum = _grow(self._slot_docnum, slot, number)
         self._doc_slots.setdefault(doc_id, set()).add(slot)
@@ -195,6 +206,7 @@ class LexicalIndex:
                 del self._doc_slots[self._slot_doc[slot]]
 
     def _after_change(self) -> None:
+        self._neighbours = None
         live = len(self._slot_ids) - self._dead
         limit = max(self._recent_minimum, int(self._recent_share * max(live, 1)))
         if len(self._recent_slots) > limit or self._dead > limit:
@@ -219,7 +231,7 @@ class LexicalIndex:
             for slot, (pid, doc, terms, freqs, length) in enumerate(entries):
                 self._slot_ids.append(pid)
                 self._slot_of[pid] = slot
-                self._place(slot, doc)
+                self._place(slot, pid, doc)
                 self._slot_terms.append(terms)
                 self._slot_freqs.append(freqs)
             self._lengths = np.asarray([e[4] for e in entries], dtype=np.float64)
@@ -290,16 +302,40 @@ class LexicalIndex:
         average = self._total_length / live
         norm = K1 * (1 - B + B * self._lengths[:count] / average)
         scores = np.zeros(count, dtype=np.float64)
+        weight = self._neighbour_weight
+        backed = _Backing(count, self._neighbour_slots()) if weight > 0 else None
         for term_id in term_ids:  # repeated query words count again, as in bm25s
             if not self._df[term_id]:
                 continue
             idf = self._idf(term_id)
+            found = []
             for block in (self._main, self._recent_postings()):
                 slots, tf = block.get(term_id)
                 if len(slots):
-                    scores[slots] += idf * tf / (tf + norm[slots])
+                    found.append((slots, idf * tf / (tf + norm[slots])))
+            for slots, term_scores in found:
+                scores[slots] += term_scores
+            if backed is not None and found:
+                backed.add(np.concatenate([slots for slots, _ in found]),
+                           np.concatenate([term_scores for _, term_scores in found]))
+        if backed is not None:
+            scores = np.where(scores > 0, (1 - weight) * scores + weight * backed.total[:count], 0.0)
         scores[~self._alive[:count]] = 0.0
         return scores
+
+    def _neighbour_slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each slot's previous and next live passage of its document (the slot count: none)."""
+        if self._neighbours is None:
+            count = len(self._slot_ids)
+            before, after = np.full(count, count, dtype=np.int64), np.full(count, count, dtype=np.int64)
+            live = np.flatnonzero(self._alive[:count])
+            ordered = live[np.lexsort((self._slot_position[live], self._slot_docnum[live]))]
+            first, second = ordered[:-1], ordered[1:]
+            adjacent = (self._slot_docnum[first] == self._slot_docnum[second]) & \
+                       (self._slot_position[second] - self._slot_position[first] == 1)
+            after[first[adjacent]], before[second[adjacent]] = second[adjacent], first[adjacent]
+            self._neighbours = (before, after)
+        return self._neighbours
 
     # ----- snapshot ----------------------------------------------------------------
 
@@ -346,7 +382,7 @@ class LexicalIndex:
             for slot, (pid, doc) in enumerate(zip(slot_ids, slot_doc)):
                 self._slot_ids.append(pid)
                 self._slot_of[pid] = slot
-                self._place(slot, doc)
+                self._place(slot, pid, doc)
             self._slot_terms, self._slot_freqs = list(terms), list(freqs)
             if len(slot_ids):
                 np.add.at(self._df, np.concatenate(terms), 1)
@@ -393,6 +429,36 @@ def _read_snapshot(path: Path) -> tuple:
     if any(len(np.unique(part)) != len(part) for part in terms):
         raise ValueError("a passage lists a term twice")
     return vocab, slot_ids, slot_doc, lengths, terms, freqs
+
+
+class _Backing:
+    """Sums, token by token, the best score of each passage and its two neighbours."""
+
+    def __init__(self, count: int, neighbours: tuple[np.ndarray, np.ndarray]):
+        self.total = np.zeros(count + 1, dtype=np.float64)  # the last entry stands for "no neighbour"
+        self._score = np.zeros(count + 1, dtype=np.float64)  # one token's scores, zero between tokens
+        self._before, self._after = neighbours
+        self._nobody = count
+
+    def add(self, slots: np.ndarray, term_scores: np.ndarray) -> None:
+        """Add one token's scores (of the passages holding it, each once): each passage and
+        each neighbour of one gains the best of the three. Only the holders and their
+        neighbours are visited (no sort, no ``ufunc.at``: a few gathers per token)."""
+        score, before, after = self._score, self._before, self._after
+        score[slots] = term_scores
+        self.total[slots] += np.maximum(term_scores, np.maximum(score[before[slots]], score[after[slots]]))
+        beside = np.concatenate([before[slots], after[slots]])
+        beside = beside[(beside != self._nobody) & (score[beside] == 0)]
+        # a passage between two holders is listed twice with the same value: a fancy-indexed
+        # ``+=`` adds it once, which is what is meant
+        self.total[beside] += np.maximum(score[before[beside]], score[after[beside]])
+        score[slots] = 0.0
+
+
+def position_of(passage_id: str) -> int:
+    """The position in a passage id ("<doc>-v<version>-<position>"), 0 if none."""
+    position = passage_id.rsplit("-", 1)[-1]
+    return int(position) if position.isdigit() else 0
 
 
 def version_of(passage_id: str) -> int:

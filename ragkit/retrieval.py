@@ -23,7 +23,7 @@ import numpy as np
 from .passages import Hit, Passage, joined
 from .rerank import make_reranker
 from .sentence_vectors import STORED_META
-from .text import is_cjk_text, search_tokens, word_runs
+from .text import index_tokens, is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +263,7 @@ class Retriever:
 
     def _fused(self, query: str, depth: int, allowed: set[str] | None):
         """The fused candidates of one query, with its dense and lexical lists."""
-        lexical = self.lexical.search(search_tokens(query), depth, allowed)
+        lexical = self.lexical.search(index_tokens(query), depth, allowed)
         dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
                  if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)

@@ -37,8 +37,12 @@ CHINESE_STOPWORDS = frozenset(
 )
 
 
-# Bump when search_tokens() changes: cached tokens of stored chunks are then recomputed.
-TOKENIZER_VERSION = 2
+# Bump when index_tokens() (what BM25 indexes) changes: cached tokens of stored chunks are then
+# recomputed. 3: Chinese content characters are indexed too.
+TOKENIZER_VERSION = 3
+# before an indexed character: "·花" is never the one-character word "花", whose document
+# frequency the answer's grade weighs the question's words by
+CHARACTER_MARK = "\u00b7"
 
 
 @lru_cache(maxsize=1)
@@ -150,14 +154,30 @@ def search_tokens(text: str, drop_stopwords: bool = True, stem: bool = True) -> 
     The bigrams make matching robust where jieba segments a name or term differently in
     the question and in the document.
     """
+    return _tokens(text, drop_stopwords, stem, characters=False)
+
+
+def index_tokens(text: str) -> list[str]:
+    """What BM25 indexes and searches: the search tokens plus each Chinese character of the
+    text's content words (not of its stopwords).
+
+    The characters let a one-character name (蓍) meet its passage and give a rare name (龙胆,
+    魏玩) its weight beside the question's common words (分布, 地区, 妻子): cmrc2018_trial hit@1
+    0.965 → 0.975 with them alone. Only retrieval uses them; answering and grading count the
+    search tokens."""
+    return _tokens(text, True, True, characters=True)
+
+
+def _tokens(text: str, drop_stopwords: bool, stem: bool, characters: bool) -> list[str]:
     tokens: list[str] = []
     for word in word_runs(text):
         if _CJK_RE.match(word):
-            tokens.extend(
-                piece for piece in chinese_words(word)
-                if not (drop_stopwords and piece in CHINESE_STOPWORDS)
-            )
+            pieces = chinese_words(word)
+            tokens.extend(piece for piece in pieces if not (drop_stopwords and piece in CHINESE_STOPWORDS))
             tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
+            if characters:
+                tokens.extend(CHARACTER_MARK + ch for piece in pieces if piece not in CHINESE_STOPWORDS
+                              for ch in piece if ch not in CHINESE_STOPWORDS)
         elif not (drop_stopwords and word in ENGLISH_STOPWORDS):
             tokens.append(_stem(word) if stem else word)
     return tokens

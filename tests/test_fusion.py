@@ -1,7 +1,7 @@
 """Fusion of dense and lexical rankings, and the bilingual search tokenizer."""
 
 from ragkit.retrieval import dense_weight_for, fuse_scores
-from ragkit.text import is_cjk_text, search_tokens
+from ragkit.text import CHARACTER_MARK, index_tokens, is_cjk_text, search_tokens
 
 LEXICAL = [("a", 12.0), ("b", 11.0), ("c", 3.0)]
 DENSE = [("c", 0.61), ("d", 0.60), ("a", 0.20)]
@@ -42,6 +42,30 @@ def test_chinese_tokens_combine_words_and_bigrams_and_split_from_digits():
     tokens = search_tokens("若游戏中离，则4分钟内不得进行配对？")
     assert "游戏" in tokens and "配对" in tokens and "4" in tokens and "分钟" in tokens
     assert "中离" in tokens  # bigram even where jieba segments differently
+
+
+def test_the_index_also_holds_the_marked_characters_of_chinese_content_words():
+    tokens = index_tokens("龙胆的花")
+    mark = CHARACTER_MARK
+    assert {"龙胆", mark + "龙", mark + "胆", mark + "花"} <= set(tokens)  # a one-character name meets its passage
+    assert mark + "的" not in tokens and "的" not in tokens  # nor the characters of stopwords
+    assert set(search_tokens("龙胆的花")) < set(tokens)  # answering and grading count words, not characters
+    assert mark + "龙" not in search_tokens("龙胆的花")
+
+
+def test_a_characters_token_never_counts_as_the_one_character_word(tmp_path):
+    from ragkit.lexical import LexicalEntry, LexicalIndex
+
+    index = LexicalIndex()
+    # 花 is a word of the first passage only; the other two hold it inside longer words
+    index.replace_document("d", 1, [LexicalEntry(f"d-v1-{n}", "d", index_tokens(text))
+                                    for n, text in enumerate(["她买了花。", "花园很大。", "花生很香。"])])
+    assert index.idf(["花"])["花"] > index.idf([CHARACTER_MARK + "花"])[CHARACTER_MARK + "花"]
+
+
+def test_the_index_tokens_of_latin_text_are_its_search_tokens():
+    assert index_tokens("What are the statues in front of the buildings?") == \
+        search_tokens("What are the statues in front of the buildings?")
 
 
 def test_english_tokens_drop_stopwords_and_meet_at_their_stems():
