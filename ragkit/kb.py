@@ -62,7 +62,7 @@ class KnowledgeBase:
         self._embedder_lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self.catalog = Catalog(settings.catalog_location, lease_s=settings.write_lease_s)
-        self.lexical = LexicalIndex(neighbour_weight=settings.neighbour_backing)
+        self.lexical = LexicalIndex()
         lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
         if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url or self.read_only:

@@ -33,9 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .text import CHARACTER_MARK
+
 log = logging.getLogger(__name__)
 K1, B = 1.2, 0.75
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: lengths leave out the marked Chinese characters
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,13 @@ class _Postings:
         start, end = self.ptr[term_id], self.ptr[term_id + 1]
         return self.slot[start:end], self.tf[start:end]
 
+
+
+def word_length(terms: list[str]) -> int:
+    """A passage's length for BM25: its terms but the marked Chinese characters (at least 1).
+    Counted, the characters would lengthen every Chinese passage, and with it the average
+    length that English passages of the same index are measured against."""
+    return sum(1 for term in terms if not term.startswith(CHARACTER_MARK)) or 1
 
 class LexicalIndex:
     """Incremental BM25 over passages; thread-safe (searches see whole updates only)."""
@@ -180,8 +189,9 @@ class LexicalIndex:
         if len(self._df) < len(self._vocab):
             self._df = np.concatenate([self._df, np.zeros(max(len(self._vocab) - len(self._df), 1024), dtype=np.int64)])
         self._df[term_ids] += 1
-        self._total_length += len(ids)
-        self._lengths = _grow(self._lengths, slot, float(len(ids)))
+        length = word_length(entry.terms)
+        self._total_length += length
+        self._lengths = _grow(self._lengths, slot, float(length))
         self._alive = _grow(self._alive, slot, True)
 
     def _place(self, slot: int, passage_id: str, doc_id: str) -> None:
@@ -262,13 +272,15 @@ class LexicalIndex:
                 result[term] = self._idf(term_id) if term_id is not None else float(np.log(1 + (live + 0.5) / 0.5))
             return result
 
-    def search(self, terms: list[str], k: int, allowed_docs: set[str] | None = None) -> list[tuple[str, float]]:
+    def search(self, terms: list[str], k: int, allowed_docs: set[str] | None = None,
+               backing: float | None = None) -> list[tuple[str, float]]:
         """The ``k`` best (passage id, score) for the query tokens, best first; only
-        passages with a positive score, only of ``allowed_docs`` when given."""
+        passages with a positive score, only of ``allowed_docs`` when given; ``backing``:
+        this query's neighbour weight (None: the index's)."""
         if k <= 0:
             return []
         with self._lock:
-            scores = self._scores(terms)
+            scores = self._scores(terms, backing)
             if scores is None:
                 return []
             candidates = np.flatnonzero(scores > 0)
@@ -293,7 +305,7 @@ class LexicalIndex:
                 return {}
             return {self._slot_ids[slot]: float(scores[slot]) for slot in np.flatnonzero(scores > 0)}
 
-    def _scores(self, terms: list[str]) -> np.ndarray | None:
+    def _scores(self, terms: list[str], backing: float | None = None) -> np.ndarray | None:
         count = len(self._slot_ids)
         live = count - self._dead
         term_ids = [self._vocab[t] for t in terms if t in self._vocab]
@@ -302,7 +314,7 @@ class LexicalIndex:
         average = self._total_length / live
         norm = K1 * (1 - B + B * self._lengths[:count] / average)
         scores = np.zeros(count, dtype=np.float64)
-        weight = self._neighbour_weight
+        weight = self._neighbour_weight if backing is None else backing
         backed = _Backing(count, self._neighbour_slots()) if weight > 0 else None
         for term_id in term_ids:  # repeated query words count again, as in bm25s
             if not self._df[term_id]:

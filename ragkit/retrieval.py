@@ -263,7 +263,8 @@ class Retriever:
 
     def _fused(self, query: str, depth: int, allowed: set[str] | None):
         """The fused candidates of one query, with its dense and lexical lists."""
-        lexical = self.lexical.search(index_tokens(query), depth, allowed)
+        backing = dense_weight_for(query, self.settings.neighbour_backing_latin, self.settings.neighbour_backing_cjk)
+        lexical = self.lexical.search(index_tokens(query), depth, allowed, backing)
         dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
                  if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)

@@ -1,5 +1,7 @@
 """Fusion of dense and lexical rankings, and the bilingual search tokenizer."""
 
+import pytest
+
 from ragkit.retrieval import dense_weight_for, fuse_scores
 from ragkit.text import CHARACTER_MARK, index_tokens, is_cjk_text, search_tokens
 
@@ -141,3 +143,15 @@ def test_the_sentence_reranker_lifts_the_passage_whose_sentence_says_it(embedder
     fused = [("a", 1.0), ("b", 0.99), ("c", 0.5)]  # a and b nearly tied by the fused scores
     reranked = SentenceReranker(lambda: embedder, 0.75).rerank("When did the lighthouse keeper retire?", fused, texts)
     assert [pid for pid, _ in reranked] == ["b", "a", "c"]
+
+
+def test_marked_characters_do_not_lengthen_a_passage_so_english_scores_stay_as_they_were():
+    from ragkit.lexical import LexicalEntry, LexicalIndex
+
+    english = LexicalEntry("e-v1-0", "e", search_tokens("The lighthouse keeper retired in 1950."))
+    chinese = "灯塔看守人于一九五零年退休，此后灯塔改为自动运行。"
+    words, marked = LexicalIndex(), LexicalIndex()
+    words.add([english, LexicalEntry("z-v1-0", "z", search_tokens(chinese))])
+    marked.add([english, LexicalEntry("z-v1-0", "z", index_tokens(chinese))])
+    question = search_tokens("Who was the lighthouse keeper?")
+    assert marked.scores(question) == pytest.approx(words.scores(question))

@@ -67,3 +67,20 @@ def test_neighbours_follow_a_document_replaced_by_a_new_version():
     assert after["a-v2-1"] < before and "a-v2-0" not in after
     index.compact()
     assert index.scores(["subject", "fact"]) == pytest.approx(after)
+
+
+def test_a_query_sets_its_own_backing_as_the_retriever_does_by_its_script():
+    index = biography_and_others(0.0)
+    assert index.search(QUERY, 3, backing=0.4) == biography_and_others(0.4).search(QUERY, 3)
+    assert index.search(QUERY, 3, backing=0.0)[0][0] == "other-v1-0"
+
+
+def test_only_a_chinese_question_is_backed_by_default():
+    from ragkit.config import Settings
+    from ragkit.retrieval import dense_weight_for
+
+    settings = Settings(_env_file=None)
+    backing = lambda query: dense_weight_for(query, settings.neighbour_backing_latin,  # noqa: E731
+                                             settings.neighbour_backing_cjk)
+    assert backing("罗保铭1992年担任什么职务？") > 0
+    assert backing("What post did he hold in 1992?") == 0
