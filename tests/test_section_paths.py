@@ -91,9 +91,9 @@ def test_a_catalog_from_before_section_paths_is_migrated_and_its_passages_have_n
     from ragkit.catalog import MIGRATIONS, Catalog, _passage_sections
     from ragkit.db import apply_migrations, open_database
 
-    assert MIGRATIONS[-1] is _passage_sections  # appended, never an edit of an applied one
+    assert MIGRATIONS[5] is _passage_sections  # version 6: appended, never an edit of an applied one
     path = tmp_path / "registry.sqlite3"
-    apply_migrations(open_database(path), "catalog", MIGRATIONS[:-1])
+    apply_migrations(open_database(path), "catalog", MIGRATIONS[:5])
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO documents (id, filename, title, doc_type, content_hash, version, tags, size_bytes, "
                      "pages, chunks, tokens, created_at, updated_at, source, title_from) VALUES "
