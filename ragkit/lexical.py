@@ -77,12 +77,12 @@ class _Postings:
         return self.slot[start:end], self.tf[start:end]
 
 
-
 def word_length(terms: list[str]) -> int:
     """A passage's length for BM25: its terms but the marked Chinese characters (at least 1).
     Counted, the characters would lengthen every Chinese passage, and with it the average
     length that English passages of the same index are measured against."""
     return sum(1 for term in terms if not term.startswith(CHARACTER_MARK)) or 1
+
 
 class LexicalIndex:
     """Incremental BM25 over passages; thread-safe (searches see whole updates only)."""
