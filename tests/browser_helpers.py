@@ -164,6 +164,26 @@ def fill_and_submit(page, label: str, value: str, button: str, done: str, attemp
     raise AssertionError(f"{label!r} was emptied by a redraw {attempts} times; {done!r} never showed")
 
 
+def filter_documents(page, text: str, heading: re.Pattern, attempts: int = 3) -> None:
+    """Type ``text`` into the Documents page's filter, press Enter and wait for the heading
+    matching ``heading``. A redraw between typing and pressing (a finished ingest refreshing
+    the page) drops both, as in ``fill_and_submit``: the user types again, and so does this
+    helper, with a warning in the test report."""
+    field = page.get_by_placeholder("title, file name or tag")
+    shown = page.get_by_role("heading", name=heading)
+    for attempt in range(1, attempts + 1):
+        field.fill(text)
+        field.press("Enter")
+        try:
+            shown.wait_for(timeout=30_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == attempts:
+                raise
+            warnings.warn(f"the filter {text!r} was dropped by a redraw (attempt {attempt} of {attempts})",
+                          stacklevel=2)
+
+
 def ask(page, question: str) -> None:
     """Type a question into the chat box and send it."""
     box = page.get_by_placeholder("Ask a question about your documents")

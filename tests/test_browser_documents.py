@@ -20,6 +20,7 @@ from playwright.sync_api import expect
 from browser_helpers import (  # noqa: F401 (fixtures)
     ask,
     browser,
+    filter_documents,
     go,
     page,
     require_chromium,
@@ -199,10 +200,7 @@ def test_knowledge_bases_files_of_every_kind_and_bulk_delete(app_url, page, tmp_
         result_row(page, r"127\.0\.0\.1.*/lighthouse\.html: added").wait_for()
 
     # --- the heading counts what the filter shows; bulk delete with one confirmation ---
-    search = page.get_by_placeholder("title, file name or tag")
-    search.fill("tides")
-    search.press("Enter")
-    page.get_by_role("heading", name=re.compile(r"Lighthouse · 1 of 5 documents")).wait_for()
+    filter_documents(page, "tides", re.compile(r"Lighthouse · 1 of 5 documents"))
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()  # the address keeps the knowledge base (?kb=); the grid's cursor starts on the first row
     page.get_by_role("heading", name=re.compile(r"Lighthouse · 5 documents")).wait_for()
