@@ -22,6 +22,19 @@ os.environ["RAGKIT_EMBEDDING_BACKEND"] = "torch"
 REPO = Path(__file__).resolve().parents[1]
 
 
+def add_old_document(path: Path) -> None:
+    """Put one document ('old1') with one passage ('Old passage.') into the catalog at
+    ``path``, as a catalog of an earlier schema held it (for migration tests)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO documents (id, filename, title, doc_type, content_hash, version, tags, size_bytes, "
+                     "pages, chunks, tokens, created_at, updated_at, source, title_from) VALUES "
+                     "('old1', 'a.md', 'A', 'md', 'ab12', 1, '[]', 3, 1, 1, 4, 0, 0, 'a.md', 'file')")
+        conn.execute("INSERT INTO passages (id, doc_id, version, position, page, start_char, end_char, tokens, "
+                     "text, terms) VALUES ('old1-v1-0', 'old1', 1, 0, 1, 0, 12, 4, 'Old passage.', 'old passage')")
+
+
 def environment_without_settings() -> dict[str, str]:
     """This process's environment without any model or ragkit setting but the suite's
     embedding backend: a CLI run that builds a store the app then opens must record the

@@ -4,9 +4,7 @@ source, the exported conversation and a repaired catalog; stores from before kee
 
 from __future__ import annotations
 
-import sqlite3
-
-from conftest import FIXTURES
+from conftest import FIXTURES, add_old_document
 from ragkit.citations import sources_from_hits
 from ragkit.passages import section_trail
 
@@ -94,12 +92,7 @@ def test_a_catalog_from_before_section_paths_is_migrated_and_its_passages_have_n
     assert MIGRATIONS[5] is _passage_sections  # version 6: appended, never an edit of an applied one
     path = tmp_path / "registry.sqlite3"
     apply_migrations(open_database(path), "catalog", MIGRATIONS[:5])
-    with sqlite3.connect(path) as conn:
-        conn.execute("INSERT INTO documents (id, filename, title, doc_type, content_hash, version, tags, size_bytes, "
-                     "pages, chunks, tokens, created_at, updated_at, source, title_from) VALUES "
-                     "('old1', 'a.md', 'A', 'md', 'ab12', 1, '[]', 3, 1, 1, 4, 0, 0, 'a.md', 'file')")
-        conn.execute("INSERT INTO passages (id, doc_id, version, position, page, start_char, end_char, tokens, "
-                     "text, terms) VALUES ('old1-v1-0', 'old1', 1, 0, 1, 0, 12, 4, 'Old passage.', 'old passage')")
+    add_old_document(path)
     catalog = Catalog(path)
     try:
         [passage] = catalog.passages_of("old1")

@@ -169,20 +169,14 @@ def test_a_full_reindex_with_a_model_that_pools_none_drops_the_earlier_models_ve
 
 
 def test_a_catalog_from_before_sentence_vectors_is_migrated_and_its_passages_have_none(tmp_path):
-    import sqlite3
-
+    from conftest import add_old_document
     from ragkit.catalog import MIGRATIONS, Catalog, _sentence_vectors
     from ragkit.db import apply_migrations, open_database
 
     assert MIGRATIONS[-1] is _sentence_vectors  # version 7: appended, never an edit of an applied one
     path = tmp_path / "registry.sqlite3"
     apply_migrations(open_database(path), "catalog", MIGRATIONS[:-1])
-    with sqlite3.connect(path) as conn:
-        conn.execute("INSERT INTO documents (id, filename, title, doc_type, content_hash, version, tags, size_bytes, "
-                     "pages, chunks, tokens, created_at, updated_at, source, title_from) VALUES "
-                     "('old1', 'a.md', 'A', 'md', 'ab12', 1, '[]', 3, 1, 1, 4, 0, 0, 'a.md', 'file')")
-        conn.execute("INSERT INTO passages (id, doc_id, version, position, page, start_char, end_char, tokens, "
-                     "text, terms) VALUES ('old1-v1-0', 'old1', 1, 0, 1, 0, 12, 4, 'Old passage.', 'old passage')")
+    add_old_document(path)
     catalog = Catalog(path)
     try:
         assert [p.text for p in catalog.passages_of("old1")] == ["Old passage."]
