@@ -52,6 +52,10 @@ with st.container(horizontal=True, gap="medium"):
     st.metric("Questions", summary.questions)
     st.metric("Median answer time", f"{summary.median_latency_ms / 1000:.2f} s")
 
+advice = kb.reindex_advice()
+if advice:
+    st.info(advice, icon=":material/upgrade:")
+
 if not summary.documents:
     st.info("No documents yet: add some on the Documents page and the charts will fill in.", icon=":material/inbox:")
     st.stop()

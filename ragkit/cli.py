@@ -128,6 +128,9 @@ def cmd_docs(args) -> int:
         title = _clip(terminal_safe(d.title), 32)
         print(f"{d.id:<12}  {title:<32} {d.doc_type:<8} {d.pages:>5} {d.chunks:>6}  "
               f"{tags:<16} {d.version:>3}  {added:<16}  {terminal_safe(names.get(d.kb_id, d.kb_id))}")
+    advice = kb.reindex_advice()
+    if advice:
+        print(f"note: {advice}", file=sys.stderr)
     return 0
 
 

@@ -37,7 +37,7 @@ from .lexical import LexicalEntry, LexicalIndex
 from .loaders import LoadedDocument, LoaderError, load_bytes, load_path
 from .originals import OriginalStore
 from .passages import Passage
-from .sentence_vectors import STORED_META, sentence_spans
+from .sentence_vectors import mark_stored, sentence_spans
 from .tags import checked_tags, normalize_tags
 from .text import index_tokens
 from .vectors import VectorStore, VectorStoreUnavailable
@@ -503,7 +503,7 @@ class Indexer:
         with self.lock.hold():
             self.catalog.set_meta("embedding_model", embedder.name)
             self.catalog.set_meta("embedding_dim", str(embedder.dimension))
-            self.catalog.set_meta(STORED_META, "stored" if embedder.pools_sentences else "none")
+            mark_stored(self.catalog, embedder.pools_sentences)
         return count
 
     def rebuild_index(self, embedder: Embedder, reuse: dict[str, np.ndarray],

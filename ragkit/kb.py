@@ -39,7 +39,7 @@ from .originals import OriginalStore
 from .passages import Hit, Passage
 from .people import check_editor
 from .retrieval import Retriever, SearchFilters, allowed_documents
-from .sentence_vectors import STORED_META
+from .sentence_vectors import mark_stored, reindex_advice
 from .tags import checked_tags
 from .text import TOKENIZER_VERSION, index_tokens, search_tokens
 from .vectors import VectorStore
@@ -139,7 +139,7 @@ class KnowledgeBase:
                 self.catalog.set_meta("embedding_model", configured)
                 if not configured.startswith("openai:") and not self.catalog.passage_count():
                     # a new knowledge base: its passages get sentence vectors at ingest
-                    self.catalog.set_meta(STORED_META, "stored")
+                    mark_stored(self.catalog, pooled=True)
         elif stored != configured:
             raise EmbeddingModelMismatch(
                 f"this knowledge base was indexed with embedding model {stored!r} but "
@@ -414,6 +414,11 @@ class KnowledgeBase:
         count = self.indexer.reindex(self.embedder, progress)
         self.retriever.choose_reranker()  # its sentence vectors are stored now
         return count
+
+    def reindex_advice(self) -> str | None:
+        """Why ``reindex`` would sharpen this knowledge base's search, or None (see
+        ``sentence_vectors.reindex_advice``)."""
+        return reindex_advice(self.catalog, self.embedder.pools_sentences, self.settings.reranker)
 
     def repair(self) -> integrity.RepairReport:
         """Rebuild what can be rebuilt after data was lost or damaged (see ``integrity.repair``)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from .passages import Hit, Passage, joined
 from .rerank import make_reranker
-from .sentence_vectors import STORED_META
+from .sentence_vectors import vectors_current
 from .text import index_tokens, is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,7 @@ class Retriever:
     def choose_reranker(self) -> None:
         """Set the reranker the settings name ("auto": the sentence reranker when the catalog
         says its passages' sentence vectors are stored); again after ``reindex``."""
-        stored = self.catalog.get_meta(STORED_META) == "stored"
+        stored = vectors_current(self.catalog)
         self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
                                       self.settings.rerank_weight, self.catalog.sentence_vectors, self.query_vector,
                                       sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk)

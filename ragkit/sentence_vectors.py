@@ -20,10 +20,40 @@ from __future__ import annotations
 
 import numpy as np
 
-from .text import split_sentences
+from .text import SENTENCE_SPLITTER_VERSION, split_sentences
 
 STORED_META = "sentence_vectors"  # catalog meta: "stored" when passages get sentence vectors at ingest
+SPLITTER_META = "sentence_splitter"  # catalog meta: the SENTENCE_SPLITTER_VERSION they were made under
 _HEADER = np.dtype("<u4")  # the vectors' dimension, before the rows
+
+
+def mark_stored(catalog, pooled: bool) -> None:
+    """Record in ``catalog`` whether its passages get sentence vectors from now on (``pooled``:
+    the embedder pools them) and under which sentence splitter."""
+    catalog.set_meta(STORED_META, "stored" if pooled else "none")
+    catalog.set_meta(SPLITTER_META, str(SENTENCE_SPLITTER_VERSION))
+
+
+def vectors_current(catalog) -> bool:
+    """True when ``catalog``'s passages have sentence vectors, made under today's sentence
+    splitter: vectors of other boundaries would be scored against the wrong sentences. A
+    store from before the splitter was recorded was made under its first version."""
+    if catalog.get_meta(STORED_META) != "stored":
+        return False
+    return (catalog.get_meta(SPLITTER_META) or "1") == str(SENTENCE_SPLITTER_VERSION)
+
+
+def reindex_advice(catalog, pools_sentences: bool, reranker: str) -> str | None:
+    """Why ``python -m ragkit reindex`` would sharpen this store's search, or None: it holds
+    passages without current sentence vectors while the ``auto`` reranker and an embedder
+    that pools them (``pools_sentences``) would use them."""
+    if reranker != "auto" or not pools_sentences or not catalog.passage_count() or vectors_current(catalog):
+        return None
+    why = ("its sentences were split differently then" if catalog.get_meta(STORED_META) == "stored"
+           else "it was indexed before passages kept sentence vectors")
+    return (f"Search does not rerank passages by their best sentence in this knowledge base: {why}. "
+            "Run `python -m ragkit reindex` once to turn it on (on the shared English set it put the "
+            "right passage first for 0.863 of the questions instead of 0.836).")
 
 
 def sentence_spans(text: str, section: str) -> list[tuple[int, int]]:

@@ -40,6 +40,10 @@ CHINESE_STOPWORDS = frozenset(
 # Bump when index_tokens() (what BM25 indexes) changes: cached tokens of stored chunks are then
 # recomputed. 3: Chinese content characters are indexed too.
 TOKENIZER_VERSION = 3
+# Bumped when split_sentences draws different boundaries: stored sentence vectors (``sentence_vectors``)
+# follow the boundaries of the splitter that made them, so a store made under another version reranks
+# nothing until `reindex`.
+SENTENCE_SPLITTER_VERSION = 1
 # before an indexed character: "·花" is never the one-character word "花", whose document
 # frequency the answer's grade weighs the question's words by
 CHARACTER_MARK = "\u00b7"

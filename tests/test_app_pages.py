@@ -183,6 +183,18 @@ def test_stats_says_no_model_tokens_instead_of_an_empty_chart_and_names_conversa
     assert "Token usage" not in texts(app)
 
 
+def test_stats_advises_reindex_on_a_store_without_current_sentence_vectors(app):
+    from ragkit.sentence_vectors import STORED_META
+
+    load_samples(app)
+    app.switch_page("pages/stats.py").run()
+    assert "ragkit reindex" not in texts(app)  # a new store keeps its sentence vectors
+    service().kb.catalog.set_meta(STORED_META, "none")  # as a store indexed before they were kept
+    app.run()
+    assert not app.exception
+    assert any("python -m ragkit reindex" in shown(i.value) for i in app.info)
+
+
 def test_the_filter_is_shown_above_the_input_and_clear_removes_it(app):
     load_samples(app)
     guide = next(doc for doc in service().kb.documents() if doc.filename == "ragkit_user_guide.md")

@@ -9,8 +9,8 @@ import pytest
 
 from ragkit.kb import KnowledgeBase
 from ragkit.rerank import SentenceReranker
-from ragkit.sentence_vectors import STORED_META, pack, pool_sentences, sentence_spans, unpack
-from ragkit.text import split_sentences
+from ragkit.sentence_vectors import SPLITTER_META, STORED_META, pack, pool_sentences, sentence_spans, unpack
+from ragkit.text import SENTENCE_SPLITTER_VERSION, split_sentences
 
 HARBOUR = ("The harbour of Vestby was dredged in 1911. Its lighthouse keeper, Ola Brekke, served for forty "
            "years. Ferries to the islands leave twice a day. 维斯特比港的灯塔建于一八九零年。")
@@ -130,11 +130,46 @@ def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_senten
     older = KnowledgeBase(settings, embedder=embedder)
     try:
         assert older.retriever.reranker is None  # "auto" would embed every candidate's sentences
+        assert "python -m ragkit reindex" in older.reindex_advice()
         older.reindex()
         assert isinstance(older.retriever.reranker, SentenceReranker)
         assert set(older.catalog.sentence_vectors(ids)) == set(ids)
+        assert older.reindex_advice() is None
     finally:
         older.close()
+
+
+def test_vectors_made_under_another_sentence_splitter_rerank_nothing_until_reindex(settings, embedder):
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
+    assert knowledge_base.catalog.get_meta(SPLITTER_META) == str(SENTENCE_SPLITTER_VERSION)
+    assert knowledge_base.reindex_advice() is None
+    knowledge_base.catalog.set_meta(SPLITTER_META, str(SENTENCE_SPLITTER_VERSION - 1))  # boundaries drawn otherwise
+    knowledge_base.close()
+    older = KnowledgeBase(settings, embedder=embedder)
+    try:
+        assert older.retriever.reranker is None
+        assert "split differently" in older.reindex_advice()
+        older.reindex()
+        assert isinstance(older.retriever.reranker, SentenceReranker)
+        assert older.catalog.get_meta(SPLITTER_META) == str(SENTENCE_SPLITTER_VERSION)
+    finally:
+        older.close()
+
+
+def test_no_reindex_advice_for_an_empty_store_or_when_reranking_is_off(settings, embedder):
+    empty = KnowledgeBase(settings, embedder=embedder)
+    try:
+        assert empty.reindex_advice() is None
+    finally:
+        empty.close()
+    off = KnowledgeBase(settings.model_copy(update={"reranker": "none"}), embedder=embedder)
+    try:
+        off.ingest(HARBOUR.encode(), "vestby.txt")
+        off.catalog.set_meta(STORED_META, "none")
+        assert off.reindex_advice() is None  # nothing would use the vectors
+    finally:
+        off.close()
 
 
 def test_auto_reranks_nothing_when_the_model_pools_no_sentence_vectors(settings):
