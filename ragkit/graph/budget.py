@@ -43,11 +43,6 @@ class TurnBudget:
         """True when this turn has a structured call left and time to wait for it."""
         return self.structured_calls < MAX_STRUCTURED_CALLS and self.remaining() > 1.0
 
-    def structured_call(self) -> "_Timed":
-        """``with budget.structured_call(): ...``: counts the call and its time."""
-        self.count_structured_step()
-        return _Timed(self)
-
     def count_structured_step(self) -> None:
         """Count one structured step (however many of the chain's models it asks)."""
         self.structured_calls += 1
