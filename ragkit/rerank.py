@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .answer_types import answer_type, typed_spans
 from .config import Settings
 from .errors import RagkitError
 from .text import is_cjk_text, search_tokens, share_scorer, split_sentences, token_share
@@ -69,8 +70,9 @@ class SentenceReranker:
     ``query_vector`` embeds the question (the retriever's, which remembers it)."""
 
     def __init__(self, embedder, weight: float, idf=None, stored=None, query_vector=None,
-                 weight_cjk: float | None = None, only_stored: bool = False):
+                 weight_cjk: float | None = None, only_stored: bool = False, kind_bonus: float = 0.0):
         self._embedder = embedder
+        self.kind_bonus = kind_bonus  # added to a sentence holding a thing of the kind the question asks for
         self._idf = idf or (lambda words: {word: 1.0 for word in words})
         self._stored = stored or (lambda ids: {})
         self._query_vector = query_vector or (lambda query: self._embedder().embed_query(query))
@@ -83,16 +85,21 @@ class SentenceReranker:
 
     def sentence_scores(self, query: str, texts: list[str],
                         stored: list[np.ndarray | None] | None = None) -> list[float]:
-        """Each text's best sentence score: word share + cosine with the query (``stored``:
+        """Each text's best sentence score: word share + cosine with the query, plus
+        ``kind_bonus`` for a sentence holding a thing of the kind asked that the question does
+        not name (a year for "In what year…", a name for "Who…": ``answer_types``) (``stored``:
         each text's stored sentence vectors, or None)."""
         question = self._query_vector(query)
         share = token_share(_query_weights(query, self._idf))
+        kind = answer_type(query) if self.kind_bonus else None
         best = []
         for text, kept in zip(texts, stored or [None] * len(texts)):
             sentences, tokens = self._sentences(text)
-            cosines = self._cosines(sentences, kept, question)
             # word share and cosine count alike: both run 0-1 over a passage's sentences
-            best.append(float((np.asarray([share(words) for words in tokens]) + cosines).max()))
+            scores = np.asarray([share(words) for words in tokens]) + self._cosines(sentences, kept, question)
+            if kind is not None:
+                scores += self.kind_bonus * np.asarray([bool(typed_spans(s, kind, query)) for s in sentences])
+            best.append(float(scores.max()))
         return best
 
     def _sentences(self, text: str) -> tuple[list[str], list[frozenset[str]]]:
@@ -167,12 +174,13 @@ class CrossEncoderReranker:
 
 
 def make_reranker(setting: str, embedder, idf=None, weight: float | None = None, stored=None,
-                  query_vector=None, sentence_vectors_stored: bool = False, weight_cjk: float | None = None):
+                  query_vector=None, sentence_vectors_stored: bool = False, weight_cjk: float | None = None,
+                  kind_bonus: float | None = None):
     """The reranker named by ``setting``: "none" -> None; "auto" -> the sentence reranker
     where ``sentence_vectors_stored`` (the knowledge base keeps its passages' sentence
     vectors, so it costs milliseconds) and the embedder pools them, else None; "sentences"; or a CrossEncoder directory.
-    ``idf`` (the lexical index's), ``weight`` and ``weight_cjk`` (None: ``Settings``'
-    defaults), ``stored`` and ``query_vector`` are the sentence reranker's."""
+    ``idf`` (the lexical index's), ``weight``, ``weight_cjk`` and ``kind_bonus`` (None:
+    ``Settings``' defaults), ``stored`` and ``query_vector`` are the sentence reranker's."""
     if not setting or setting == "none" or (setting == "auto" and not sentence_vectors_stored):
         return None
     if setting in ("sentences", "auto"):
@@ -180,5 +188,6 @@ def make_reranker(setting: str, embedder, idf=None, weight: float | None = None,
         return SentenceReranker(embedder, defaults["rerank_weight"].default if weight is None else weight, idf,
                                 stored, query_vector,
                                 defaults["rerank_weight_cjk"].default if weight_cjk is None else weight_cjk,
-                                only_stored=setting == "auto")
+                                only_stored=setting == "auto",
+                                kind_bonus=defaults["rerank_kind_bonus"].default if kind_bonus is None else kind_bonus)
     return CrossEncoderReranker(setting)

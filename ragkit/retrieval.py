@@ -204,7 +204,8 @@ class Retriever:
         stored = vectors_current(self.catalog)
         self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
                                       self.settings.rerank_weight, self.catalog.sentence_vectors, self.query_vector,
-                                      sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk)
+                                      sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk,
+                                      kind_bonus=self.settings.rerank_kind_bonus)
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
                documents: list | None = None) -> list[Hit]:

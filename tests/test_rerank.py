@@ -77,3 +77,23 @@ def test_a_chinese_question_keeps_the_fused_order_by_default_and_an_english_one_
     assert reranker.rerank("哪座图书馆建于1963年？", chinese, texts) == chinese  # rerank_weight_cjk 0
     english = reranker.rerank("Which library was built in 1963?", [("d", 1.0), ("e", 0.99), ("f", 0.5)], texts)
     assert [pid for pid, _ in english] == ["e", "d", "f"]
+
+
+def test_a_sentence_holding_the_kind_of_thing_asked_scores_the_kind_bonus_more(embedder):
+    question = "In what year was the College of Science founded?"
+    dated, undated = "The College of Science was founded in 1865.", "The College of Science was founded by monks."
+    plain = SentenceReranker(lambda: embedder, 1.0, even)
+    with_bonus = SentenceReranker(lambda: embedder, 1.0, even, kind_bonus=0.1)
+    gain = np.subtract(with_bonus.sentence_scores(question, [dated, undated]),
+                       plain.sentence_scores(question, [dated, undated]))
+    assert np.allclose(gain, [0.1, 0.0])  # a year the question does not name; none in the other
+
+
+def test_the_kind_bonus_passes_over_what_the_question_itself_names(embedder):
+    # "1879" is the question's own: a sentence repeating it says no date the question lacks
+    reranker = SentenceReranker(lambda: embedder, 1.0, even, kind_bonus=0.1)
+    plain = SentenceReranker(lambda: embedder, 1.0, even)
+    question = "When did the fire of 1879 happen?"
+    text = "The fire of 1879 destroyed the building."
+    assert reranker.sentence_scores(question, [text]) == plain.sentence_scores(question, [text])
+    assert make_reranker("sentences", lambda: embedder).kind_bonus == 0.1  # Settings' default
