@@ -317,6 +317,14 @@ class Catalog:
                 _set_meta(conn, "vector_write_open", f"{WRITER_ID} {time.time():.0f}")
             return int(conn.execute(text("SELECT value FROM meta WHERE key = 'vector_generation'")).scalar_one())
 
+    def announce_search_change(self) -> int:
+        """Bump the vector generation without a vector write: other processes then catch up
+        with how this store is searched (``KnowledgeBase._sync``: its reranker, after
+        ``reindex`` stored sentence vectors). Returns the new generation."""
+        with write(self._engine) as conn:
+            _bump(conn, "vector_generation")
+            return int(conn.execute(text("SELECT value FROM meta WHERE key = 'vector_generation'")).scalar_one())
+
     def end_vector_write(self, finished: bool) -> int:
         """Announce the end of a vector-store write; ``finished``: it completed, so the
         index files are whole again. Returns the new generation."""

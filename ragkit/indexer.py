@@ -504,6 +504,7 @@ class Indexer:
             self.catalog.set_meta("embedding_model", embedder.name)
             self.catalog.set_meta("embedding_dim", str(embedder.dimension))
             mark_stored(self.catalog, embedder.pools_sentences)
+            self.catalog.announce_search_change()  # other processes choose their reranker again
         return count
 
     def rebuild_index(self, embedder: Embedder, reuse: dict[str, np.ndarray],

@@ -227,7 +227,8 @@ class KnowledgeBase:
 
     def _sync(self, force: bool = False) -> int:
         """Catch up with changes made by other processes: re-open the vector store after
-        their vector writes, re-read the lexical entries of documents they changed.
+        their vector writes (and choose the reranker again: a ``reindex`` may have stored
+        sentence vectors), re-read the lexical entries of documents they changed.
         Returns the passages re-read."""
         revision, generation = self.catalog.counters()
         if generation != self.store.generation:
@@ -235,6 +236,7 @@ class KnowledgeBase:
                 self.store.refresh(wait=False)  # while another process saves, keep the current view
             except KnowledgeBaseError as exc:
                 log.warning("the vector store cannot be read: %s", exc)
+            self.retriever.choose_reranker()
         if revision == self._seen_revision and not force:
             return 0
         with self._sync_lock:

@@ -195,13 +195,19 @@ class Retriever:
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
         self.reranker = None
+        self._reranker_chosen, self._sentence_vectors_stored = False, False
         self.choose_reranker()
         self.dense_error = ""  # why the last vector search failed ("" when it worked)
 
     def choose_reranker(self) -> None:
         """Set the reranker the settings name ("auto": the sentence reranker when the catalog
-        says its passages' sentence vectors are stored); again after ``reindex``."""
+        says its passages' sentence vectors are stored); again after a ``reindex`` here or in
+        another process. The one in use is kept while that answer stays the same (a
+        CrossEncoder is loaded once, the sentences one keeps what it remembers)."""
         stored = vectors_current(self.catalog)
+        if self._reranker_chosen and stored == self._sentence_vectors_stored:
+            return
+        self._reranker_chosen, self._sentence_vectors_stored = True, stored
         self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
                                       self.settings.rerank_weight, self.catalog.sentence_vectors, self.query_vector,
                                       sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk,

@@ -139,6 +139,25 @@ def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_senten
         older.close()
 
 
+def test_another_process_reranks_by_sentences_once_a_reindex_stored_their_vectors(settings, embedder):
+    writer = KnowledgeBase(settings, embedder=embedder)
+    writer.ingest(HARBOUR.encode(), "vestby.txt")
+    writer.catalog.set_meta(STORED_META, "none")  # as a store indexed before sentence vectors were kept
+    writer.close()
+    reader, writer = KnowledgeBase(settings, embedder=embedder), KnowledgeBase(settings, embedder=embedder)
+    try:
+        assert reader.retriever.reranker is None
+        unchanged = reader.retriever.reranker
+        reader.search("Who kept the lighthouse?")
+        assert reader.retriever.reranker is unchanged  # nothing changed, nothing chosen again
+        writer.reindex()
+        reader.search("Who kept the lighthouse?")  # catches up as it would with the other's writes
+        assert isinstance(reader.retriever.reranker, SentenceReranker)
+    finally:
+        reader.close()
+        writer.close()
+
+
 def test_vectors_made_under_another_sentence_splitter_rerank_nothing_until_reindex(settings, embedder):
     knowledge_base = KnowledgeBase(settings, embedder=embedder)
     knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
