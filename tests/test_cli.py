@@ -14,17 +14,27 @@ def run(data_dir, *args):
     return subprocess.run(env_args, capture_output=True, text=True, cwd=REPO, timeout=180)
 
 
+def folder_of(folder, *names):
+    """``folder`` holding copies of these fixture files."""
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        (folder / name).write_bytes((FIXTURES / name).read_bytes())
+    return folder
+
+
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("cli-data")
+    """A data dir holding the English report and the Chinese tea garden PDF, tagged demo and 2026."""
+    data = tmp_path_factory.mktemp("cli-data")
+    folder = folder_of(tmp_path_factory.mktemp("cli-docs"), "report_en.pdf", "tea_garden_zh.pdf")
+    ingested = run(data, "ingest", folder, "--tags", "demo,2026")
+    assert ingested.returncode == 0, ingested.stderr
+    return data
 
 
-def test_ingest_directory_with_tags_and_refusals(data_dir, tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name in ("report_en.pdf", "tea_garden_zh.pdf", "corrupt.pdf"):
-        (folder / name).write_bytes((FIXTURES / name).read_bytes())
-    result = run(data_dir, "ingest", folder, "--tags", "demo,2026")
+def test_ingest_directory_with_tags_and_refusals(tmp_path):
+    folder = folder_of(tmp_path / "docs", "report_en.pdf", "tea_garden_zh.pdf", "corrupt.pdf")
+    result = run(tmp_path / "data", "ingest", folder, "--tags", "demo,2026")
     assert result.returncode == 1
     assert "+ added       report_en.pdf" in result.stdout
     assert "! refused     corrupt.pdf: not a readable PDF" in result.stdout
