@@ -38,11 +38,11 @@ def record(path: str, out: str) -> None:
     seen: list[dict] = []
     original = sufficiency.grade_offline
 
-    def grade_offline(question, hits, idf, embed, settings):
+    def grade_offline(question, hits, idf, embed, settings, about=(), topic=frozenset()):
         from ragkit.graph.grading import PASSAGES_GRADED, closest_sentence
-        similarity, _ = closest_sentence(question, hits[:PASSAGES_GRADED], embed)
+        similarity, _ = closest_sentence(question, hits[:PASSAGES_GRADED], embed, topic)
         seen.append({"question": question, "hits": list(hits), "idf": dict(idf), "similarity": similarity})
-        return original(question, hits, idf, embed, settings)
+        return original(question, hits, idf, embed, settings, about, topic)
 
     sufficiency.grade_offline = grade_offline
     rows = []

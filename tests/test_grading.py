@@ -139,3 +139,55 @@ def test_a_number_under_the_subjects_heading_is_said_about_the_subject():
     hits = [Hit(entry, "Skerry Point", "skerry.md", "md", 1.0)]
     idf = {"skerri": 4.0, "point": 3.0, "entri": 3.0, "cost": 2.0}
     assert grade_offline("How much does entry to Skerry Point cost?", hits, idf, None, SETTINGS).sufficient
+
+
+# ----- the topic: words most passages say are left out of the comparison by meaning ---------
+
+def bm25_idf(share_of_passages: float, passages: int) -> float:
+    """The idf ``lexical`` gives a word this share of ``passages`` say."""
+    said = share_of_passages * passages
+    return float(np.log(1 + (passages - said + 0.5) / (said + 0.5)))
+
+
+def recording(similarity: float, seen: list):
+    """``similar_by``, keeping the texts it was asked to embed."""
+    def embed(texts):
+        seen.append(list(texts))
+        return similar_by(similarity)(texts)
+    return embed
+
+
+CAMPUS_IDF = {"notr": bm25_idf(0.6, 40), "dame": bm25_idf(0.6, 40), "librari": bm25_idf(0.1, 40),
+              "found": bm25_idf(0.2, 40)}
+
+
+def test_words_at_least_half_the_passages_say_are_the_knowledge_base_s_topic():
+    from ragkit.graph.grading import topic_words
+
+    assert topic_words(CAMPUS_IDF, 40, SETTINGS) == {"notr", "dame"}
+    assert topic_words(CAMPUS_IDF, 40, SETTINGS.model_copy(update={"grade_topic_share": 1.0})) == frozenset()
+    assert topic_words(CAMPUS_IDF, 9, SETTINGS) == frozenset()  # half of a few passages is no topic
+
+
+def test_the_closest_sentence_is_compared_with_the_question_without_its_topic():
+    from ragkit.graph.grading import closest_sentence, topic_words
+
+    seen: list = []
+    library = [hit("The Notre Dame library was founded in 1873 by Father Lemonnier.")]
+    topic = topic_words(CAMPUS_IDF, 40, SETTINGS)
+    similarity, _ = closest_sentence("When was the Notre Dame library founded?", library, recording(0.7, seen), topic)
+    assert similarity == pytest.approx(0.7)
+    assert seen[0][0] == "When was the library founded?"  # the sentences are compared whole
+    assert seen[0][1] == library[0].text
+
+    seen.clear()
+    closest_sentence("Notre Dame?", library, recording(0.7, seen), topic)
+    assert seen[0][0] == "Notre Dame?"  # a question of topic words alone is compared whole
+
+
+def test_the_grade_passes_the_topic_to_the_comparison_by_meaning():
+    seen: list = []
+    topic = frozenset({"notr", "dame"})
+    grade_offline("Who founded the Notre Dame library?", [hit("Father Lemonnier began the library in 1873.")],
+                  CAMPUS_IDF, recording(0.7, seen), SETTINGS, topic=topic)
+    assert seen[0][0] == "Who founded the library?"

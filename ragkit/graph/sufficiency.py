@@ -17,7 +17,7 @@ from . import prompts
 from .budget import structured_reply
 from .chain import ask_chain, judges_now
 from .context import RagContext
-from .grading import EvidenceVerdict, Grade, grade_offline
+from .grading import EvidenceVerdict, Grade, grade_offline, topic_words
 from .rounds import next_query
 from .state import GradedRound, RagState, add_time, step
 
@@ -30,8 +30,9 @@ def grade(state: RagState, runtime: Runtime[RagContext]) -> dict:
     context = runtime.context
     question = state.standalone_question
     hits = state.hits
-    offline = grade_offline(question, hits, context.passages.idf(question), context.passages.embed_sentences,
-                            context.settings)
+    idf = context.passages.idf(question)
+    topic = topic_words(idf, context.passages.passage_count(), context.settings)
+    offline = grade_offline(question, hits, idf, context.passages.embed_sentences, context.settings, topic=topic)
     verdict = offline
     if hits and judges_now(context, state):
         verdict = model_grade(context, state, question, hits, offline)
