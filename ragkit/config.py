@@ -209,7 +209,8 @@ class Settings(BaseSettings):
     grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")
     grade_threshold_latin: float = Field(default=0.54, ge=0, le=1, description="share of an English question's words")
     grade_similarity_threshold: float = Field(
-        default=0.615, ge=0, le=1, description="similarity of an English question to the closest sentence")
+        default=0.575, ge=0, le=1, description="similarity of an English question (without its topic words, "
+        "grade_topic_share) to the closest sentence")
     grade_topic_share: float = Field(
         default=0.5, ge=0, le=1, description="the similarity of an English question to the closest sentence leaves "
         "out the question's words that at least this share of the passages say (the knowledge base's topic: "

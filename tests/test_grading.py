@@ -70,8 +70,9 @@ def test_words_and_meaning_are_each_judged_against_their_own_threshold():
 
 def test_the_measure_furthest_above_its_threshold_decides_not_the_larger_score():
     idf = {"ticket": 2.0, "cost": 0.8, "harbour": 1.2, "gate": 1.0}  # the passage holds 2.8 of 5.0: 0.56
-    grade = grade_offline("What do tickets cost at the harbour gate?", PASSAGE, idf, similar_by(0.60), SETTINGS)
-    assert SETTINGS.grade_threshold_latin <= grade.score == 0.56 < 0.60 < SETTINGS.grade_similarity_threshold
+    below = SETTINGS.grade_similarity_threshold - 0.01  # a larger score than 0.56, yet under its threshold
+    grade = grade_offline("What do tickets cost at the harbour gate?", PASSAGE, idf, similar_by(below), SETTINGS)
+    assert SETTINGS.grade_threshold_latin <= grade.score == 0.56 < below < SETTINGS.grade_similarity_threshold
     assert grade.sufficient and "key words" in grade.reason
 
 
@@ -191,3 +192,28 @@ def test_the_grade_passes_the_topic_to_the_comparison_by_meaning():
     grade_offline("Who founded the Notre Dame library?", [hit("Father Lemonnier began the library in 1873.")],
                   CAMPUS_IDF, recording(0.7, seen), SETTINGS, topic=topic)
     assert seen[0][0] == "Who founded the library?"
+
+
+# ----- the subject: the rarest words, unless they are only the question's own wording ----------
+
+HALL = [hit("A Science Hall was built in 1883 under the direction of Fr. Zahm. It later became a student centre.")]
+HALL_IDF = {"person": 2.0, "oversaw": 4.0, "creation": 4.0, "scienc": 1.5, "hall": 1.0, "1883": 3.0,
+            "head": 4.0, "chef": 4.0, "orbit": 3.0, "kitchen": 3.0}
+
+
+def test_rare_words_the_passages_do_not_say_are_wording_when_they_say_most_of_the_question():
+    from ragkit.graph.grading import says_asked_kind
+
+    # "oversaw" and "creation" are the rarest words, and unsaid: the passage says the other three
+    question = "Which person oversaw the creation of the Science Hall in 1883?"
+    assert says_asked_kind(question, HALL, HALL_IDF) is True
+    assert grade_offline(question, HALL, HALL_IDF, similar_by(0.7), SETTINGS).sufficient
+
+
+def test_rare_words_the_passages_do_not_say_stay_the_subject_when_they_say_half_the_question_or_less():
+    from ragkit.graph.grading import says_asked_kind
+
+    kitchen = [hit("Orbital Kitchen is a restaurant on the space station Meridian.")]
+    question = "Who is the head chef of Orbital Kitchen?"  # head and chef unsaid: two words of four
+    assert says_asked_kind(question, kitchen, HALL_IDF) is False
+    assert not grade_offline(question, kitchen, HALL_IDF, similar_by(0.9), SETTINGS).sufficient

@@ -273,7 +273,7 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
     if not subject:
         return None
     rarity = (lambda word: word_idf(word, idf)) if cjk else (lambda word: idf.get(word, 1.0))
-    rarest = sorted(subject, key=lambda word: -rarity(word))[:SUBJECT_WORDS]  # stable: ties keep question order
+    rarest = subject_words(subject, hits, rarity, cjk)
     for hit in hits:
         # under the subject's heading, or in a document titled by it ("Aurora Analytics report":
         # "The company expects to open an office in Osaka" is about Aurora Analytics)
@@ -283,6 +283,19 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
             if named and says_kind(sentence.text, kind, question):
                 return True
     return False
+
+
+def subject_words(words: list[str], hits: list[Hit], rarity, cjk: bool) -> list[str]:
+    """The ``SUBJECT_WORDS`` rarest of a question's ``words`` (by ``rarity``), which stand for
+    its subject. A rare word no passage says stays one while the passages say at most half
+    the words ("chef" in "Who is the head chef of Orbital Kitchen?" over a handbook saying
+    only "Orbital Kitchen": what is asked about is missing); when they say most of them, a
+    word they do not say is the question's own wording ("oversaw" for "under the direction
+    of"), and the subject is the rarest words they say."""
+    ordered = sorted(words, key=lambda word: -rarity(word))  # stable: ties keep question order
+    said = [word for word in ordered if any(names_any([word], text, cjk) for hit in hits
+                                            for text in (hit.text, hit.section, hit.title))]
+    return (said if 2 * len(said) > len(words) else ordered)[:SUBJECT_WORDS]
 
 
 def _names_any(text: str, names: tuple[str, ...]) -> bool:
