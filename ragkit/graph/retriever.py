@@ -31,8 +31,8 @@ class PassageRetriever(Protocol):
         """Inverse document frequency of the search tokens of ``text`` over all passages."""
         ...
 
-    def passage_count(self) -> int:
-        """How many passages the knowledge base holds (the grade reads its topic words' share
+    def indexed_passages(self) -> int:
+        """How many passages ``idf`` is computed over (the grade reads its topic words' share
         of them back from their idf)."""
         ...
 

@@ -31,7 +31,7 @@ def grade(state: RagState, runtime: Runtime[RagContext]) -> dict:
     question = state.standalone_question
     hits = state.hits
     idf = context.passages.idf(question)
-    topic = topic_words(idf, context.passages.passage_count(), context.settings)
+    topic = topic_words(idf, context.passages.indexed_passages(), context.settings)
     offline = grade_offline(question, hits, idf, context.passages.embed_sentences, context.settings, topic=topic)
     verdict = offline
     if hits and judges_now(context, state):
