@@ -217,3 +217,28 @@ def test_rare_words_the_passages_do_not_say_stay_the_subject_when_they_say_half_
     question = "Who is the head chef of Orbital Kitchen?"  # head and chef unsaid: two words of four
     assert says_asked_kind(question, kitchen, HALL_IDF) is False
     assert not grade_offline(question, kitchen, HALL_IDF, similar_by(0.9), SETTINGS).sufficient
+
+
+class Campus:
+    """A knowledge base's edge as the grade sees it: 40 passages, most naming Notre Dame."""
+
+    def __init__(self, seen: list):
+        self.seen = seen
+
+    def idf(self, text: str) -> dict[str, float]:
+        return CAMPUS_IDF
+
+    def indexed_passages(self) -> int:
+        return 40
+
+    def embed_sentences(self, texts):
+        return recording(0.7, self.seen)(texts)
+
+
+def test_every_grade_over_a_knowledge_base_leaves_its_topic_out_of_the_comparison():
+    from ragkit.graph.grading import grade_evidence
+
+    seen: list = []
+    grade = grade_evidence("Who founded the Notre Dame library?", [hit("Father Lemonnier began the library in 1873.")],
+                           Campus(seen), SETTINGS)
+    assert seen[0][0] == "Who founded the library?" and grade.sufficient

@@ -214,6 +214,14 @@ def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, 
     return grade_from_parts(parts, similarity, sentence, settings)
 
 
+def grade_evidence(question: str, hits: list[Hit], passages, settings: Settings, about: tuple[str, ...] = ()) -> Grade:
+    """``grade_offline`` over a knowledge base (``retriever.PassageRetriever``): its idf of the
+    question's words, its topic words (``topic_words``) and its sentence vectors."""
+    idf = passages.idf(question)
+    topic = topic_words(idf, passages.indexed_passages(), settings)
+    return grade_offline(question, hits, idf, passages.embed_sentences, settings, about, topic)
+
+
 def kind_unsaid(parts: GradeParts, settings: Settings) -> bool:
     """True when the question asks for a kind of thing the grade checks (``grade_kinds_cjk``,
     ``grade_kinds_latin``) and no passage says one near its subject."""
