@@ -7,7 +7,8 @@ are on different scales); the one further above (or less below) its threshold de
   are in the knowledge base) that one passage contains; for Chinese, jieba words of the
   question found in the passage text (partial credit for a long name found in pieces);
 - similarity: the embedding similarity between the question and the closest sentence
-  (English only: the packaged model knows no Chinese).
+  (English only: the packaged model knows no Chinese), the question without the knowledge
+  base's topic words (``topic_words``: "Notre Dame" in a knowledge base about Notre Dame).
 
 Before either, answer-type cues: a "when / how many / 多少" question whose passages hold no
 date or number at all cannot be answered from them, and a question asking for a date, a
