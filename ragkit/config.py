@@ -215,7 +215,16 @@ class Settings(BaseSettings):
     grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")
     grade_threshold_latin: float = Field(default=0.54, ge=0, le=1, description="share of an English question's words")
     grade_similarity_threshold: float = Field(
-        default=0.615, ge=0, le=1, description="similarity of an English question to the closest sentence")
+        default=0.575, ge=0, le=1, description="similarity of an English question (without its topic words, "
+        "grade_topic_share) to the closest sentence")
+    grade_topic_share: float = Field(
+        default=0.5, ge=0, le=1, description="the similarity of an English question to the closest sentence leaves "
+        "out the question's words that at least this share of the passages say (the knowledge base's topic: "
+        "'Notre Dame' on the shared English set), which tell no sentence from another; 1 leaves out none "
+        "(tried on that set from 0.2 to 0.67: 0.45-0.58 about equal, the thresholds then cross-validated)")
+    grade_topic_min_passages: int = Field(
+        default=10, ge=1, description="a knowledge base of fewer passages has no topic words (grade_topic_share): "
+        "half of a few passages is no topic")
     grade_kinds_latin: tuple[Literal["date", "number", "person", "place"], ...] = Field(
         default=("date", "number", "person", "place"), description="kinds of answer an English question may ask "
         "for that a passage must say near its subject to count as evidence (cross-validated: scripts/grade_cv.py)")

@@ -5,7 +5,8 @@
     hits = kb.search("what was the Q3 revenue?", k=5)
 
 It is also what the chat graph searches through (``graph.retriever.PassageRetriever``:
-``search``, ``search_document``, ``idf``, ``embed_sentences``, ``document_titles``).
+``search``, ``search_document``, ``idf``, ``indexed_passages``, ``embed_sentences``,
+``document_titles``).
 
 A thin facade over four parts, each in its own module: the catalog (documents,
 versions, tags and passages: ``catalog``), the vector store (``vectors``), the indexer
@@ -466,6 +467,10 @@ class KnowledgeBase:
         if allowed is None:
             return self._titles[1]
         return {title: doc_id for title, doc_id in self._titles[1].items() if doc_id in allowed}
+
+    def indexed_passages(self) -> int:
+        """How many passages the word index holds: what ``idf`` is computed over (no query)."""
+        return len(self.lexical)
 
     def embed_sentences(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of short texts (a question, candidate sentences), each computed once and

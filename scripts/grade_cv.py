@@ -30,21 +30,21 @@ from ragkit.config import Settings
 def record(path: str, out: str) -> None:
     """Ask every question of the ``--unanswerable`` setup, keeping the grade's inputs."""
     from ragkit.eval import EvalBase, articles_of, read_squad, unanswerable_split
-    from ragkit.graph import sufficiency
+    from ragkit.graph import grading
 
     passages, questions = read_squad(path)
     questions = [q for q in questions if q.question.strip()]
     kept = unanswerable_split(articles_of(path))
     seen: list[dict] = []
-    original = sufficiency.grade_offline
+    original = grading.grade_offline
 
-    def grade_offline(question, hits, idf, embed, settings):
+    def grade_offline(question, hits, idf, embed, settings, about=(), topic=frozenset()):
         from ragkit.graph.grading import PASSAGES_GRADED, closest_sentence
-        similarity, _ = closest_sentence(question, hits[:PASSAGES_GRADED], embed)
+        similarity, _ = closest_sentence(question, hits[:PASSAGES_GRADED], embed, topic)
         seen.append({"question": question, "hits": list(hits), "idf": dict(idf), "similarity": similarity})
-        return original(question, hits, idf, embed, settings)
+        return original(question, hits, idf, embed, settings, about, topic)
 
-    sufficiency.grade_offline = grade_offline
+    grading.grade_offline = grade_offline  # what grading.grade_evidence calls
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragkit-cv-") as tmp:
         base = EvalBase(Settings(), tmp)

@@ -76,3 +76,7 @@ def test_chinese_kinds_are_checked_when_the_setting_names_them(engine, settings,
 ])
 def test_words_that_only_name_the_kind_of_answer_are_one_list_for_grade_and_answer_check(question, words, kinds):
     assert kind_naming_words(words, question) == frozenset(kinds)
+
+
+def test_the_topic_share_is_over_the_passages_the_idf_is_computed_over(engine, kb):
+    assert kb.indexed_passages() == kb.passage_count() > 0

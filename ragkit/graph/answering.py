@@ -26,7 +26,7 @@ from . import events, prompts
 from .checks import add_attributions, check_support, clean_model_answer
 from .context import RagContext
 from .fitting import Fitted, fit_prompt, overflow_message, split_footer, with_footer
-from .grading import grade_offline
+from .grading import grade_evidence
 from .memory import memory_note
 from .model_io import ContextTooSmall, ModelTimeout, StreamBroken, UnusableAnswer, read_answer
 from .rounds import filter_words, scope
@@ -247,5 +247,5 @@ def best_outside(context: RagContext, question: str, within: SearchFilters | Non
     tags or types (``within`` the conversation's knowledge bases), or ""."""
     passages = context.passages
     hits = passages.search(question, context.settings.top_k, within)
-    verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, context.settings)
+    verdict = grade_evidence(question, hits, passages, context.settings)
     return hits[0].title if hits and verdict.sufficient else ""

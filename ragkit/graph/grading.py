@@ -7,7 +7,8 @@ are on different scales); the one further above (or less below) its threshold de
   are in the knowledge base) that one passage contains; for Chinese, jieba words of the
   question found in the passage text (partial credit for a long name found in pieces);
 - similarity: the embedding similarity between the question and the closest sentence
-  (English only: the packaged model knows no Chinese).
+  (English only: the packaged model knows no Chinese), the question without the knowledge
+  base's topic words (``topic_words``: "Notre Dame" in a knowledge base about Notre Dame).
 
 Before either, answer-type cues: a "when / how many / 多少" question whose passages hold no
 date or number at all cannot be answered from them, and a question asking for a date, a
@@ -27,6 +28,7 @@ offline grade decides and the trace says so.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -128,9 +130,34 @@ def word_idf(word: str, idf: dict[str, float]) -> float:
     return sum(values) / len(values) if values else 1.0
 
 
-def closest_sentence(question: str, hits: list[Hit], embed) -> tuple[float, str]:
+def topic_words(idf: dict[str, float], passages: int, settings: Settings) -> frozenset[str]:
+    """The search tokens of ``idf`` that at least ``grade_topic_share`` of the knowledge base's
+    ``passages`` say (read back from their idf, ``lexical``'s BM25 one): its topic, which every
+    sentence shares with a question about it. None below ``grade_topic_min_passages``."""
+    share = settings.grade_topic_share
+    if passages < settings.grade_topic_min_passages or share >= 1:
+        return frozenset()
+    frequent = share * passages
+    ceiling = math.log(1 + (passages - frequent + 0.5) / (frequent + 0.5))
+    return frozenset(token for token, value in idf.items() if value <= ceiling)
+
+
+def without_topic(question: str, topic: frozenset[str]) -> str:
+    """``question`` without its words whose search tokens are all ``topic`` words (the whole
+    question when that would leave nothing to compare)."""
+    if not topic:
+        return question
+    kept = [word for word in question.split() if not (set(search_tokens(word)) and set(search_tokens(word)) <= topic)]
+    rest = " ".join(kept)
+    return rest if set(search_tokens(rest)) else question
+
+
+def closest_sentence(question: str, hits: list[Hit], embed, topic: frozenset[str] = frozenset()) -> tuple[float, str]:
     """The highest embedding similarity between the question and a sentence of the hits
-    (among the sentences sharing most words with it), and that sentence."""
+    (among the sentences sharing most words with it), and that sentence. The question is
+    compared without its ``topic`` words (``topic_words``): "Notre Dame" in every question and
+    sentence of a knowledge base about Notre Dame makes each sentence resemble each question."""
+    question = without_topic(question, topic)
     wanted = set(search_tokens(question))
     # a Markdown heading is a label: a question resembles its subject's title without being answered by it
     sentences = [span.text for hit in hits for span in split_sentences(hit.text)
@@ -175,16 +202,25 @@ def grade_parts(question: str, hits: list[Hit], idf: dict[str, float], about: tu
 
 
 def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, settings: Settings,
-                  about: tuple[str, ...] = ()) -> Grade:
+                  about: tuple[str, ...] = (), topic: frozenset[str] = frozenset()) -> Grade:
     """The offline grade of ``hits`` as evidence for ``question``, against the thresholds
     in ``settings``. ``about``: names that stand for the question's subject too (a chain's
-    bridges: the date a chain asks for is said about the thing its last hop reached)."""
+    bridges: the date a chain asks for is said about the thing its last hop reached);
+    ``topic``: words the closest sentence is compared without (``topic_words``)."""
     checked = settings.grade_kinds_cjk if is_cjk_text(question) else settings.grade_kinds_latin
     parts = grade_parts(question, hits, idf, about, tuple(checked))
     decided = parts.empty or parts.number_missing or kind_unsaid(parts, settings)
     similarity, sentence = (0.0, "") if parts.cjk or decided else \
-        closest_sentence(question, hits[:PASSAGES_GRADED], embed)
+        closest_sentence(question, hits[:PASSAGES_GRADED], embed, topic)
     return grade_from_parts(parts, similarity, sentence, settings)
+
+
+def grade_evidence(question: str, hits: list[Hit], passages, settings: Settings, about: tuple[str, ...] = ()) -> Grade:
+    """``grade_offline`` over a knowledge base (``retriever.PassageRetriever``): its idf of the
+    question's words, its topic words (``topic_words``) and its sentence vectors."""
+    idf = passages.idf(question)
+    topic = topic_words(idf, passages.indexed_passages(), settings)
+    return grade_offline(question, hits, idf, passages.embed_sentences, settings, about, topic)
 
 
 def kind_unsaid(parts: GradeParts, settings: Settings) -> bool:
@@ -246,7 +282,7 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
     if not subject:
         return None
     rarity = (lambda word: word_idf(word, idf)) if cjk else (lambda word: idf.get(word, 1.0))
-    rarest = sorted(subject, key=lambda word: -rarity(word))[:SUBJECT_WORDS]  # stable: ties keep question order
+    rarest = subject_words(subject, hits, rarity, cjk)
     for hit in hits:
         # under the subject's heading, or in a document titled by it ("Aurora Analytics report":
         # "The company expects to open an office in Osaka" is about Aurora Analytics)
@@ -256,6 +292,19 @@ def says_asked_kind(question: str, hits: list[Hit], idf: dict[str, float], about
             if named and says_kind(sentence.text, kind, question):
                 return True
     return False
+
+
+def subject_words(words: list[str], hits: list[Hit], rarity, cjk: bool) -> list[str]:
+    """The ``SUBJECT_WORDS`` rarest of a question's ``words`` (by ``rarity``), which stand for
+    its subject. A rare word no passage says stays one while the passages say at most half
+    the words ("chef" in "Who is the head chef of Orbital Kitchen?" over a handbook saying
+    only "Orbital Kitchen": what is asked about is missing); when they say most of them, a
+    word they do not say is the question's own wording ("oversaw" for "under the direction
+    of"), and the subject is the rarest words they say."""
+    ordered = sorted(words, key=lambda word: -rarity(word))  # stable: ties keep question order
+    said = [word for word in ordered if any(names_any([word], text, cjk) for hit in hits
+                                            for text in (hit.text, hit.section, hit.title))]
+    return (said if 2 * len(said) > len(words) else ordered)[:SUBJECT_WORDS]
 
 
 def _names_any(text: str, names: tuple[str, ...]) -> bool:

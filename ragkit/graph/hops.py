@@ -41,7 +41,7 @@ from . import events, prompts
 from .compare import side_fact, verdict
 from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
-from .grading import grade_offline, unsaid, word_idf
+from .grading import grade_evidence, unsaid, word_idf
 from .rounds import focus_hits
 from .state import Bridge, HopLink, PartVerdict, RagState, TraceStep, add_time, language, step
 
@@ -258,14 +258,14 @@ def judge_parts(state: RagState, context: RagContext, evidence: list[Hit], links
                 parts.append(PartVerdict(part, False, "no passage was found for it"))
                 continue
             asked = side_question(part)
-            verdict = grade_offline(asked, [link.hit], passages.idf(asked), passages.embed_sentences, settings)
+            verdict = grade_evidence(asked, [link.hit], passages, settings)
             parts.append(PartVerdict(part, verdict.sufficient, verdict.reason))
         return parts
     question = state.standalone_question
     path = chain(links)
     hits = [joined(path)] if len(path) > 1 else evidence
     bridges = tuple(link.entity for link in path[1:])
-    verdict = grade_offline(question, hits, passages.idf(question), passages.embed_sentences, settings, bridges)
+    verdict = grade_evidence(question, hits, passages, settings, bridges)
     return [PartVerdict(question, verdict.sufficient, verdict.reason)]
 
 

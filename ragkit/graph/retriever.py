@@ -1,7 +1,7 @@
 """What the nodes need of a knowledge base: the one way they reach passages.
 
 ``KnowledgeBase`` satisfies this protocol (``ChatEngine`` hands it in); a test, or a
-source that is not a knowledge base, can be any object with these five methods. The graph
+source that is not a knowledge base, can be any object with these six methods. The graph
 never imports the knowledge base, so the arrow points one way: ``kb`` → ``graph``'s callers.
 """
 
@@ -29,6 +29,11 @@ class PassageRetriever(Protocol):
 
     def idf(self, text: str) -> dict[str, float]:
         """Inverse document frequency of the search tokens of ``text`` over all passages."""
+        ...
+
+    def indexed_passages(self) -> int:
+        """How many passages ``idf`` is computed over (the grade reads its topic words' share
+        of them back from their idf)."""
         ...
 
     def embed_sentences(self, texts: Sequence[str]) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Is the evidence enough? The ``grade`` node judges each round's passages (offline by
-``grading.grade_offline``, or by the conversation's model through structured output),
+``grading.grade_evidence``, or by the conversation's model through structured output),
 keeps the best-graded round, and ``after_grade`` decides: answer, search again, or say
 it was not found.
 """
@@ -17,7 +17,7 @@ from . import prompts
 from .budget import structured_reply
 from .chain import ask_chain, judges_now
 from .context import RagContext
-from .grading import EvidenceVerdict, Grade, grade_offline
+from .grading import EvidenceVerdict, Grade, grade_evidence
 from .rounds import next_query
 from .state import GradedRound, RagState, add_time, step
 
@@ -30,8 +30,7 @@ def grade(state: RagState, runtime: Runtime[RagContext]) -> dict:
     context = runtime.context
     question = state.standalone_question
     hits = state.hits
-    offline = grade_offline(question, hits, context.passages.idf(question), context.passages.embed_sentences,
-                            context.settings)
+    offline = grade_evidence(question, hits, context.passages, context.settings)
     verdict = offline
     if hits and judges_now(context, state):
         verdict = model_grade(context, state, question, hits, offline)
