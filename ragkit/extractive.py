@@ -8,7 +8,10 @@ between question and sentence, (3) the rank of the document it comes from and (4
 it holds a thing of the kind the question asks for (a date, a number, a person, a place:
 ``answer_types``) that the question does not name. Sentences are added best first until
 the language's character budget is used, the answering one quoted first; an over-long
-sentence is cut to the window around its matching words and that answer.
+sentence is cut to the window around its matching words and that answer. In Chinese a quote
+brings the context it leans on: the best sentence the one before it when it opens with a
+connective (``connects_back``) and the two after it when it only restates the question
+(``announces``), any quote ending at a clause mark the rest of its clause.
 """
 
 from __future__ import annotations
