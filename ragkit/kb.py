@@ -82,6 +82,7 @@ class KnowledgeBase:
         self.retriever = Retriever(self.settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
         self._seen_revision = -1
+        self._reranker_generation = -1  # the vector generation the reranker was last chosen under
         self._titles: tuple[int, dict[str, str]] = (-1, {})
         self._open(refuse_unknown)
 
@@ -237,7 +238,9 @@ class KnowledgeBase:
                 self.store.refresh(wait=False)  # while another process saves, keep the current view
             except KnowledgeBaseError as exc:
                 log.warning("the vector store cannot be read: %s", exc)
+        if generation != self._reranker_generation:  # once per change: a remote store's generation never catches up
             self.retriever.choose_reranker()
+            self._reranker_generation = generation
         if revision == self._seen_revision and not force:
             return 0
         with self._sync_lock:
@@ -420,8 +423,9 @@ class KnowledgeBase:
 
     def reindex_advice(self) -> str | None:
         """Why ``reindex`` would sharpen this knowledge base's search, or None (see
-        ``sentence_vectors.reindex_advice``)."""
-        return reindex_advice(self.catalog, self.embedder.pools_sentences, self.settings.reranker)
+        ``sentence_vectors.reindex_advice``). Loads the model only for a store that lacks
+        current sentence vectors: listing documents never needs it otherwise."""
+        return reindex_advice(self.catalog, lambda: self.embedder.pools_sentences, self.settings.reranker)
 
     def repair(self) -> integrity.RepairReport:
         """Rebuild what can be rebuilt after data was lost or damaged (see ``integrity.repair``)."""
