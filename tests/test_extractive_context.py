@@ -21,7 +21,8 @@ def test_a_sentence_opening_with_a_connective_connects_back():
     for text in ("因此它有时也被称为笨蛋水果。", "所以到了七、八月间，草原一片碧绿。", "赛后，他正式结束运动生涯。",
                  "但成公英反对。", "此后蒋氏夫妇曾多次到此避暑。"):
         assert connects_back(text), text
-    for text in ("猴面包树的叶子可以吃。", "1948年8月，蒋中正题刻“美庐”二字。", "他在桐垣县长大。"):
+    for text in ("猴面包树的叶子可以吃。", "1948年8月，蒋中正题刻“美庐”二字。", "他在桐垣县长大。",
+                 "但丁是意大利中世纪诗人。", "但凡下雨，渡轮便停航。"):
         assert not connects_back(text), text
 
 
