@@ -57,3 +57,9 @@ def test_a_short_sentence_saying_every_question_word_announces_the_two_after_it(
     answer = extractive_answer("印度野驴与非洲野驴的分别是什么？", hits, Settings())
     assert "有些分别。牠们的毛多呈沙色，也有赤灰色。牠们背上有一道深褐色的斑纹。" in answer.text
 
+
+def test_a_best_sentence_ending_at_a_semicolon_quotes_the_rest_of_its_clause_once():
+    # continue_clauses brings the next sentence, which the best one brings anyway (add_next_sentence)
+    hits = [hit("水蜈蚣是一种植物。短叶水蜈蚣主治感冒发热、疟疾、痢疾、蛇虫咬伤等症；近用于乳糜尿。它生长在水边。")]
+    answer = extractive_answer("短叶水蜈蚣主治哪些问题？", hits, Settings())
+    assert answer.text.count("近用于乳糜尿") == 1, answer.text
