@@ -22,7 +22,7 @@ import numpy as np
 
 from .passages import Hit, Passage, joined
 from .rerank import make_reranker
-from .sentence_vectors import vectors_current
+from .sentence_vectors import vectors_current, vectors_stale
 from .text import index_tokens, is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
@@ -210,8 +210,10 @@ class Retriever:
             stored = vectors_current(self.catalog)
             if self._reranker_chosen and stored == self._sentence_vectors_stored:
                 return
+            # "sentences" on a store of another splitter's vectors embeds the candidates' sentences instead
+            kept = None if vectors_stale(self.catalog) else self.catalog.sentence_vectors
             self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
-                                          self.settings.rerank_weight, self.catalog.sentence_vectors,
+                                          self.settings.rerank_weight, kept,
                                           self.query_vector, sentence_vectors_stored=stored,
                                           weight_cjk=self.settings.rerank_weight_cjk,
                                           kind_bonus=self.settings.rerank_kind_bonus)

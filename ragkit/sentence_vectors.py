@@ -45,6 +45,12 @@ def vectors_current(catalog) -> bool:
     return (catalog.get_meta(SPLITTER_META) or "1") == str(SENTENCE_SPLITTER_VERSION)
 
 
+def vectors_stale(catalog) -> bool:
+    """True when ``catalog``'s stored sentence vectors were made under another sentence
+    splitter: read as they are, they would be scored against the wrong sentences."""
+    return catalog.get_meta(STORED_META) == "stored" and not vectors_current(catalog)
+
+
 def reindex_advice(catalog, pools_sentences: Callable[[], bool], reranker: str) -> str | None:
     """Why ``python -m ragkit reindex`` would sharpen this store's search, or None: it holds
     passages without current sentence vectors while the ``auto`` reranker and an embedder

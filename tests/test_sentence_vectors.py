@@ -269,3 +269,18 @@ def test_the_reindex_advice_loads_no_model_for_a_store_with_current_sentence_vec
     kb.catalog.set_meta(STORED_META, "none")
     monkeypatch.setattr(kb_module, "make_embedder", lambda settings: embedder)
     assert "python -m ragkit reindex" in kb.reindex_advice()  # only then: would reindex pool sentences?
+
+
+def test_the_sentences_reranker_reads_no_vectors_of_another_sentence_splitter(settings, embedder):
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
+    knowledge_base.ingest(b"Bread is baked at dawn. The bakery opens at six.", "bakery.txt")
+    knowledge_base.catalog.set_meta(SPLITTER_META, str(SENTENCE_SPLITTER_VERSION - 1))  # boundaries drawn otherwise
+    knowledge_base.close()
+    counting = CountingEmbedder(embedder)
+    older = KnowledgeBase(settings.model_copy(update={"reranker": "sentences"}), embedder=counting)
+    try:
+        older.search("Who kept the lighthouse of Vestby?")
+        assert "Its lighthouse keeper, Ola Brekke, served for forty years." in counting.embedded
+    finally:
+        older.close()
