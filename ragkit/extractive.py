@@ -63,7 +63,8 @@ _REFERS_BACK = re.compile(
 # Openings that tie a sentence to the one before it (its cause, its occasion, what it qualifies):
 # "因此它有时也被称为笨蛋水果" answers "为什么…" only with the sentence before it.
 # "但" but not "但丁" (Dante) or "但凡" (whenever), which open a sentence of their own.
-_CONNECTS_BACK = re.compile(r"(?:因此|因而|所以|于是|由此|从而|故而|此后|其后|随后|之后|赛后|事后|然而|但(?![丁凡])|不过)")
+_CONNECTS_BACK = re.compile(
+    r"(?:因此|因而|所以|于是|由此|从而|故而|此后|其后|随后|之后|赛后|事后|然而|但(?![丁凡])|不过)")
 # Marks that end a clause, not a sentence: what follows continues it (a list, the rest of a rule).
 CLAUSE_MARKS = ("；", "：", ";", ":")
 FULL_SHARE = 1.0 - 1e-9  # a lexical score this high: the sentence says every question word
