@@ -284,3 +284,21 @@ def test_the_sentences_reranker_reads_no_vectors_of_another_sentence_splitter(se
         assert "Its lighthouse keeper, Ola Brekke, served for forty years." in counting.embedded
     finally:
         older.close()
+
+
+def test_the_reindex_advice_never_asks_an_embedding_endpoint_nor_fails_on_a_missing_model(kb, monkeypatch):
+    from ragkit import kb as kb_module
+    from ragkit.errors import EmbeddingError
+
+    kb.ingest(HARBOUR.encode(), "vestby.txt")
+    kb.catalog.set_meta(STORED_META, "none")  # an endpoint's store keeps no sentence vectors
+    kb._embedder = None
+
+    def unreachable(settings):
+        raise EmbeddingError("embedding model openai:text-embedding-3-small needs OPENAI_API_KEY")
+
+    monkeypatch.setattr(kb_module, "make_embedder", unreachable)
+    assert kb.reindex_advice() is None  # 'ragkit docs' still lists, the Stats page still shows
+    kb.settings = kb.settings.model_copy(update={"embedding_model": "openai:text-embedding-3-small"})
+    monkeypatch.setattr(kb_module, "make_embedder", lambda settings: pytest.fail("the endpoint was asked"))
+    assert kb.reindex_advice() is None
