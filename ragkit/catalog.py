@@ -295,7 +295,8 @@ class Catalog:
 
     @property
     def vector_generation(self) -> int:
-        """Counter bumped before every write to the vector store (by any process)."""
+        """Counter bumped before and after every write to the vector store, and when a
+        ``reindex`` changed how the store is searched (``announce_search_change``), by any process."""
         return int(self.get_meta("vector_generation") or 0)
 
     def counters(self) -> tuple[int, int]:

@@ -62,7 +62,9 @@ _REFERS_BACK = re.compile(
 
 # Openings that tie a sentence to the one before it (its cause, its occasion, what it qualifies):
 # "因此它有时也被称为笨蛋水果" answers "为什么…" only with the sentence before it.
-_CONNECTS_BACK = re.compile(r"(?:因此|因而|所以|于是|由此|从而|故而|此后|其后|随后|之后|赛后|事后|然而|但|不过)")
+# "但" but not "但丁" (Dante) or "但凡" (whenever), which open a sentence of their own.
+_CONNECTS_BACK = re.compile(
+    r"(?:因此|因而|所以|于是|由此|从而|故而|此后|其后|随后|之后|赛后|事后|然而|但(?![丁凡])|不过)")
 # Marks that end a clause, not a sentence: what follows continues it (a list, the rest of a rule).
 CLAUSE_MARKS = ("；", "：", ";", ":")
 FULL_SHARE = 1.0 - 1e-9  # a lexical score this high: the sentence says every question word
@@ -389,14 +391,16 @@ def _select(
     waiting: list[Candidate] = []
     used = 0
 
+    def quoted(candidate: Candidate | None) -> bool:
+        return any(candidate is existing for existing, _ in chosen)
+
     def take(candidate: Candidate, text: str) -> None:
         nonlocal used
         chosen.append((candidate, text))
         used += len(text) + len(f"[{candidate.source_index + 1}]")
         if weights.continue_clauses and text == candidate.text and text.endswith(CLAUSE_MARKS):
             following = _sentence_at(candidates, candidate, 1)
-            if following is not None and not any(following is quoted for quoted, _ in chosen) and \
-                    used + len(following.text) <= budget:
+            if following is not None and not quoted(following) and used + len(following.text) <= budget:
                 take(following, following.text)
 
     def take_further(candidate: Candidate) -> None:
@@ -415,7 +419,7 @@ def _select(
         room = budget - used - len(f"[{candidate.source_index + 1}]")
         if chosen and (room < 12 or candidate.score < weights.keep_ratio * chosen[0][0].score):
             break
-        if any(candidate is existing for existing, _ in chosen):
+        if quoted(candidate):
             continue
         if chosen and weights.new_words_only and not near_tie(chosen[0][0], candidate, weights) and \
                 (strays(chosen, candidate, weights) or not adds_to(chosen, candidate, question_tokens)):
@@ -429,15 +433,15 @@ def _select(
             take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
             if weights.previous_when_connected and connects_back(candidate.text):
                 previous = _sentence_at(candidates, candidate, -1)
-                if previous is not None and used + len(previous.text) + 4 <= budget:
+                if previous is not None and not quoted(previous) and used + len(previous.text) + 4 <= budget:
                     take(previous, previous.text)
             if weights.add_next_sentence:
                 following = _next_sentence(candidates, candidate)
-                if following is not None and used + len(following.text) + 4 <= budget:
+                # the best sentence ending at a clause mark may have brought it already (continue_clauses)
+                if following is not None and not quoted(following) and used + len(following.text) + 4 <= budget:
                     take(following, following.text)
                     after = _sentence_at(candidates, following, 1) if announces(candidate, weights) else None
-                    if after is not None and not any(after is quoted for quoted, _ in chosen) and \
-                            used + len(after.text) + 4 <= budget:
+                    if after is not None and not quoted(after) and used + len(after.text) + 4 <= budget:
                         take(after, after.text)
         else:
             take_further(candidate)

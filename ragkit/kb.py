@@ -32,7 +32,14 @@ from . import integrity
 from .catalog import Catalog, DocumentRecord, KnowledgeBaseInfo
 from .config import Settings
 from .embeddings import Embedder, configured_model_name, make_embedder, settings_for_store
-from .errors import EmbeddingModelMismatch, InputError, KnowledgeBaseError, ReadOnlyDataDir, StoreInconsistent
+from .errors import (
+    EmbeddingError,
+    EmbeddingModelMismatch,
+    InputError,
+    KnowledgeBaseError,
+    ReadOnlyDataDir,
+    StoreInconsistent,
+)
 from .indexer import Indexer, IngestItem, IngestResult, Progress, normalize_tags, plural
 from .lexical import LexicalEntry, LexicalIndex
 from .onnx_embeddings import base_model_name
@@ -82,6 +89,7 @@ class KnowledgeBase:
         self.retriever = Retriever(self.settings, self.catalog, self.store, self.lexical, lambda: self.embedder)
         self.health: list[str] = []
         self._seen_revision = -1
+        self._reranker_generation = -1  # the vector generation the reranker was last chosen under
         self._titles: tuple[int, dict[str, str]] = (-1, {})
         self._open(refuse_unknown)
 
@@ -237,7 +245,9 @@ class KnowledgeBase:
                 self.store.refresh(wait=False)  # while another process saves, keep the current view
             except KnowledgeBaseError as exc:
                 log.warning("the vector store cannot be read: %s", exc)
+        if generation != self._reranker_generation:  # once per change: a remote store's generation never catches up
             self.retriever.choose_reranker()
+            self._reranker_generation = generation
         if revision == self._seen_revision and not force:
             return 0
         with self._sync_lock:
@@ -420,8 +430,19 @@ class KnowledgeBase:
 
     def reindex_advice(self) -> str | None:
         """Why ``reindex`` would sharpen this knowledge base's search, or None (see
-        ``sentence_vectors.reindex_advice``)."""
-        return reindex_advice(self.catalog, self.embedder.pools_sentences, self.settings.reranker)
+        ``sentence_vectors.reindex_advice``). Loads the model only for a store that lacks
+        current sentence vectors, never an endpoint's (``openai:``: it pools none, and loading
+        it asks the endpoint); a model that cannot be loaded gives no advice, not an error."""
+        def pools_sentences() -> bool:
+            if self.embedding_model_name.startswith("openai:"):
+                return False
+            try:
+                return self.embedder.pools_sentences
+            except EmbeddingError as exc:
+                log.warning("no reindex advice: the embedding model cannot be loaded (%s)", exc)
+                return False
+
+        return reindex_advice(self.catalog, pools_sentences, self.settings.reranker)
 
     def repair(self) -> integrity.RepairReport:
         """Rebuild what can be rebuilt after data was lost or damaged (see ``integrity.repair``)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from .passages import Hit, Passage, joined
 from .rerank import make_reranker
-from .sentence_vectors import vectors_current
+from .sentence_vectors import vectors_current, vectors_stale
 from .text import index_tokens, is_cjk_text, search_tokens, word_runs
 
 log = logging.getLogger(__name__)
@@ -196,6 +196,7 @@ class Retriever:
         self._vectors_lock = threading.Lock()
         self.reranker = None
         self._reranker_chosen, self._sentence_vectors_stored = False, False
+        self._reranker_lock = threading.Lock()  # one choice at a time (a search thread's _sync, a reindex)
         self.choose_reranker()
         self.dense_error = ""  # why the last vector search failed ("" when it worked)
 
@@ -203,15 +204,20 @@ class Retriever:
         """Set the reranker the settings name ("auto": the sentence reranker when the catalog
         says its passages' sentence vectors are stored); again after a ``reindex`` here or in
         another process. The one in use is kept while that answer stays the same (a
-        CrossEncoder is loaded once, the sentences one keeps what it remembers)."""
-        stored = vectors_current(self.catalog)
-        if self._reranker_chosen and stored == self._sentence_vectors_stored:
-            return
-        self._reranker_chosen, self._sentence_vectors_stored = True, stored
-        self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
-                                      self.settings.rerank_weight, self.catalog.sentence_vectors, self.query_vector,
-                                      sentence_vectors_stored=stored, weight_cjk=self.settings.rerank_weight_cjk,
-                                      kind_bonus=self.settings.rerank_kind_bonus)
+        CrossEncoder is loaded once, the sentences one keeps what it remembers). A search
+        running meanwhile finishes with the reranker it began with."""
+        with self._reranker_lock:
+            stored = vectors_current(self.catalog)
+            if self._reranker_chosen and stored == self._sentence_vectors_stored:
+                return
+            # "sentences" on a store of another splitter's vectors embeds the candidates' sentences instead
+            kept = None if vectors_stale(self.catalog) else self.catalog.sentence_vectors
+            self.reranker = make_reranker(self.settings.reranker, self._embedder, self.lexical.idf,
+                                          self.settings.rerank_weight, kept,
+                                          self.query_vector, sentence_vectors_stored=stored,
+                                          weight_cjk=self.settings.rerank_weight_cjk,
+                                          kind_bonus=self.settings.rerank_kind_bonus)
+            self._reranker_chosen, self._sentence_vectors_stored = True, stored  # after: a failure chooses again
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
                documents: list | None = None) -> list[Hit]:
@@ -235,8 +241,9 @@ class Retriever:
         if exact.identifiers or exact.phrases:
             fused = self._exact_first(fused, exact, depth, allowed)
         read: dict[str, Passage] = {}  # passages already read from the catalog, by id
-        if self.reranker is not None:
-            fused = self._reranked(query, fused, exact, read)
+        reranker = self.reranker  # read once: another thread may choose again meanwhile (KnowledgeBase._sync)
+        if reranker is not None:
+            fused = self._reranked(reranker, query, fused, exact, read)
         fused = as_relevance(fused)[:k]
         unread = [pid for pid, _ in fused if pid not in read]
         passages = {**read, **(self.catalog.passages(unread) if unread else {})}
@@ -277,9 +284,9 @@ class Retriever:
         weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
         return fuse_scores(dense, lexical, weight, self.settings.fusion), dense, lexical
 
-    def _reranked(self, query: str, fused: list[tuple[str, float]], exact: "ExactTerms",
+    def _reranked(self, reranker, query: str, fused: list[tuple[str, float]], exact: "ExactTerms",
                   read: dict[str, Passage]) -> list[tuple[str, float]]:
-        """The top ``rerank_depth`` candidates in the reranker's order (exact matches stay first);
+        """The top ``rerank_depth`` candidates in ``reranker``'s order (exact matches stay first);
         the passages it reads go into ``read``."""
         depth = self.settings.rerank_depth
         head, tail = fused[:depth], fused[depth:]
@@ -293,7 +300,7 @@ class Retriever:
         read.update(self.catalog.passages([pid for pid, _ in rest]))
         texts = {pid: read[pid].text for pid, _ in rest if pid in read}
         fused_score = dict(rest)  # the reranker orders; the scores stay the fusion's (one scale for all)
-        return head[:pinned] + [(pid, fused_score[pid]) for pid, _ in self.reranker.rerank(query, rest, texts)] + tail
+        return head[:pinned] + [(pid, fused_score[pid]) for pid, _ in reranker.rerank(query, rest, texts)] + tail
 
     def _exact_holding(self, items: list[tuple[str, float]], exact: "ExactTerms") -> set[str]:
         texts = self.catalog.passages([pid for pid, _ in items])

@@ -18,6 +18,8 @@ reranker treats as missing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .text import SENTENCE_SPLITTER_VERSION, split_sentences
@@ -43,11 +45,17 @@ def vectors_current(catalog) -> bool:
     return (catalog.get_meta(SPLITTER_META) or "1") == str(SENTENCE_SPLITTER_VERSION)
 
 
-def reindex_advice(catalog, pools_sentences: bool, reranker: str) -> str | None:
+def vectors_stale(catalog) -> bool:
+    """True when ``catalog``'s stored sentence vectors were made under another sentence
+    splitter: read as they are, they would be scored against the wrong sentences."""
+    return catalog.get_meta(STORED_META) == "stored" and not vectors_current(catalog)
+
+
+def reindex_advice(catalog, pools_sentences: Callable[[], bool], reranker: str) -> str | None:
     """Why ``python -m ragkit reindex`` would sharpen this store's search, or None: it holds
     passages without current sentence vectors while the ``auto`` reranker and an embedder
-    that pools them (``pools_sentences``) would use them."""
-    if reranker != "auto" or not pools_sentences or not catalog.passage_count() or vectors_current(catalog):
+    that pools them (``pools_sentences()``, asked last: it may load the model) would use them."""
+    if reranker != "auto" or not catalog.passage_count() or vectors_current(catalog) or not pools_sentences():
         return None
     why = ("its sentences were split differently then" if catalog.get_meta(STORED_META) == "stored"
            else "it was indexed before passages kept sentence vectors")

@@ -21,7 +21,8 @@ def test_a_sentence_opening_with_a_connective_connects_back():
     for text in ("因此它有时也被称为笨蛋水果。", "所以到了七、八月间，草原一片碧绿。", "赛后，他正式结束运动生涯。",
                  "但成公英反对。", "此后蒋氏夫妇曾多次到此避暑。"):
         assert connects_back(text), text
-    for text in ("猴面包树的叶子可以吃。", "1948年8月，蒋中正题刻“美庐”二字。", "他在桐垣县长大。"):
+    for text in ("猴面包树的叶子可以吃。", "1948年8月，蒋中正题刻“美庐”二字。", "他在桐垣县长大。",
+                 "但丁是意大利中世纪诗人。", "但凡下雨，渡轮便停航。"):
         assert not connects_back(text), text
 
 
@@ -56,3 +57,9 @@ def test_a_short_sentence_saying_every_question_word_announces_the_two_after_it(
     answer = extractive_answer("印度野驴与非洲野驴的分别是什么？", hits, Settings())
     assert "有些分别。牠们的毛多呈沙色，也有赤灰色。牠们背上有一道深褐色的斑纹。" in answer.text
 
+
+def test_a_best_sentence_ending_at_a_semicolon_quotes_the_rest_of_its_clause_once():
+    # continue_clauses brings the next sentence, which the best one brings anyway (add_next_sentence)
+    hits = [hit("水蜈蚣是一种植物。短叶水蜈蚣主治感冒发热、疟疾、痢疾、蛇虫咬伤等症；近用于乳糜尿。它生长在水边。")]
+    answer = extractive_answer("短叶水蜈蚣主治哪些问题？", hits, Settings())
+    assert answer.text.count("近用于乳糜尿") == 1, answer.text

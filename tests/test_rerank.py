@@ -97,3 +97,18 @@ def test_the_kind_bonus_passes_over_what_the_question_itself_names(embedder):
     text = "The fire of 1879 destroyed the building."
     assert reranker.sentence_scores(question, [text]) == plain.sentence_scores(question, [text])
     assert make_reranker("sentences", lambda: embedder).kind_bonus == 0.1  # Settings' default
+
+
+def test_a_search_finishes_with_the_reranker_it_began_with(kb, monkeypatch):
+    # another thread's _sync may choose the reranker again (to none) while a search reranks
+    kb.ingest(b"The harbour was dredged in 1911. The lighthouse keeper served forty years.", "harbour.txt")
+    kb.ingest(b"Ferries to the islands leave twice a day from the harbour.", "ferries.txt")
+    assert kb.retriever.reranker is not None
+    passages = kb.catalog.passages
+
+    def chosen_again_meanwhile(ids):
+        kb.retriever.reranker = None
+        return passages(ids)
+
+    monkeypatch.setattr(kb.catalog, "passages", chosen_again_meanwhile)
+    assert kb.search("When was the harbour dredged?")

@@ -139,7 +139,9 @@ def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_senten
         older.close()
 
 
-def test_another_process_reranks_by_sentences_once_a_reindex_stored_their_vectors(settings, embedder):
+def test_another_process_reranks_by_sentences_once_a_reindex_stored_their_vectors(settings, embedder, monkeypatch):
+    from ragkit import retrieval
+
     writer = KnowledgeBase(settings, embedder=embedder)
     writer.ingest(HARBOUR.encode(), "vestby.txt")
     writer.catalog.set_meta(STORED_META, "none")  # as a store indexed before sentence vectors were kept
@@ -147,9 +149,13 @@ def test_another_process_reranks_by_sentences_once_a_reindex_stored_their_vector
     reader, writer = KnowledgeBase(settings, embedder=embedder), KnowledgeBase(settings, embedder=embedder)
     try:
         assert reader.retriever.reranker is None
-        unchanged = reader.retriever.reranker
+        made = []
+        monkeypatch.setattr(retrieval, "make_reranker", lambda *a, **k: made.append(a) or None)
         reader.search("Who kept the lighthouse?")
-        assert reader.retriever.reranker is unchanged  # nothing changed, nothing chosen again
+        reader.catalog.announce_search_change()  # a generation change that leaves the answer as it was
+        reader.search("Who kept the lighthouse?")
+        assert made == []  # nothing changed, nothing chosen again
+        monkeypatch.undo()
         writer.reindex()
         reader.search("Who kept the lighthouse?")  # catches up as it would with the other's writes
         assert isinstance(reader.retriever.reranker, SentenceReranker)
@@ -238,3 +244,61 @@ def test_a_catalog_from_before_sentence_vectors_is_migrated_and_its_passages_hav
         assert catalog.get_meta(STORED_META) is None  # so "auto" reranks nothing until reindex
     finally:
         catalog.close()
+
+
+def test_a_store_whose_generation_the_vector_store_never_reaches_chooses_its_reranker_once(kb, monkeypatch):
+    # a remote store (a Chroma server) never records the generation it caught up with, and a
+    # local one does not while another process holds the write lock: each search then refreshes
+    kb.ingest(HARBOUR.encode(), "vestby.txt")
+    monkeypatch.setattr(kb.store, "refresh", lambda wait=True, timeout=None: False)
+    chosen = []
+    monkeypatch.setattr(kb.retriever, "choose_reranker", lambda: chosen.append(1))
+    kb.catalog.announce_search_change()
+    for _ in range(3):
+        kb.search("Who kept the lighthouse?")
+    assert len(chosen) == 1
+
+
+def test_the_reindex_advice_loads_no_model_for_a_store_with_current_sentence_vectors(kb, embedder, monkeypatch):
+    from ragkit import kb as kb_module
+
+    kb.ingest(HARBOUR.encode(), "vestby.txt")
+    kb._embedder = None  # as 'ragkit docs' opens it: listing never loads the model
+    monkeypatch.setattr(kb_module, "make_embedder", lambda settings: pytest.fail("the model was loaded"))
+    assert kb.reindex_advice() is None
+    kb.catalog.set_meta(STORED_META, "none")
+    monkeypatch.setattr(kb_module, "make_embedder", lambda settings: embedder)
+    assert "python -m ragkit reindex" in kb.reindex_advice()  # only then: would reindex pool sentences?
+
+
+def test_the_sentences_reranker_reads_no_vectors_of_another_sentence_splitter(settings, embedder):
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
+    knowledge_base.ingest(b"Bread is baked at dawn. The bakery opens at six.", "bakery.txt")
+    knowledge_base.catalog.set_meta(SPLITTER_META, str(SENTENCE_SPLITTER_VERSION - 1))  # boundaries drawn otherwise
+    knowledge_base.close()
+    counting = CountingEmbedder(embedder)
+    older = KnowledgeBase(settings.model_copy(update={"reranker": "sentences"}), embedder=counting)
+    try:
+        older.search("Who kept the lighthouse of Vestby?")
+        assert "Its lighthouse keeper, Ola Brekke, served for forty years." in counting.embedded
+    finally:
+        older.close()
+
+
+def test_the_reindex_advice_never_asks_an_embedding_endpoint_nor_fails_on_a_missing_model(kb, monkeypatch):
+    from ragkit import kb as kb_module
+    from ragkit.errors import EmbeddingError
+
+    kb.ingest(HARBOUR.encode(), "vestby.txt")
+    kb.catalog.set_meta(STORED_META, "none")  # an endpoint's store keeps no sentence vectors
+    kb._embedder = None
+
+    def unreachable(settings):
+        raise EmbeddingError("embedding model openai:text-embedding-3-small needs OPENAI_API_KEY")
+
+    monkeypatch.setattr(kb_module, "make_embedder", unreachable)
+    assert kb.reindex_advice() is None  # 'ragkit docs' still lists, the Stats page still shows
+    kb.settings = kb.settings.model_copy(update={"embedding_model": "openai:text-embedding-3-small"})
+    monkeypatch.setattr(kb_module, "make_embedder", lambda settings: pytest.fail("the endpoint was asked"))
+    assert kb.reindex_advice() is None
