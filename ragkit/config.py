@@ -217,6 +217,11 @@ class Settings(BaseSettings):
     grade_similarity_threshold: float = Field(
         default=0.575, ge=0, le=1, description="similarity of an English question (without its topic words, "
         "grade_topic_share) to the closest sentence")
+    grade_similarity_threshold_whole: float = Field(
+        default=0.615, ge=0, le=1, description="grade_similarity_threshold for an English question compared whole: "
+        "no word of it is a topic word (a knowledge base with no topic: a mixed one, or one of fewer than "
+        "grade_topic_min_passages passages). Cross-validated (scripts/grade_cv.py) when every question was "
+        "compared whole; a whole question resembles more sentences, so it needs more")
     grade_topic_share: float = Field(
         default=0.5, ge=0, le=1, description="the similarity of an English question to the closest sentence leaves "
         "out the question's words that at least this share of the passages say (the knowledge base's topic: "

@@ -39,9 +39,10 @@ def record(path: str, out: str) -> None:
     original = grading.grade_offline
 
     def grade_offline(question, hits, idf, embed, settings, about=(), topic=frozenset()):
-        from ragkit.graph.grading import PASSAGES_GRADED, closest_sentence
+        from ragkit.graph.grading import PASSAGES_GRADED, closest_sentence, without_topic
         similarity, _ = closest_sentence(question, hits[:PASSAGES_GRADED], embed, topic)
-        seen.append({"question": question, "hits": list(hits), "idf": dict(idf), "similarity": similarity})
+        seen.append({"question": question, "hits": list(hits), "idf": dict(idf), "similarity": similarity,
+                     "whole": without_topic(question, topic) == question})
         return original(question, hits, idf, embed, settings, about, topic)
 
     grading.grade_offline = grade_offline  # what grading.grade_evidence calls
@@ -68,7 +69,9 @@ def decide(rounds: list[dict], choice: dict, cache: dict) -> bool:
         key = id(graded)
         if key not in cache:
             cache[key] = grading.grade_parts(graded["question"], graded["hits"], graded["idf"])
-        if grading.grade_from_parts(cache[key], graded["similarity"], "", choice["settings"]).sufficient:
+        chosen = choice["settings"]
+        needed = chosen.grade_similarity_threshold_whole if graded.get("whole") else chosen.grade_similarity_threshold
+        if grading.grade_from_parts(cache[key], graded["similarity"], "", chosen, needed).sufficient:
             return True
     return False
 

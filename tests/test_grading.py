@@ -57,7 +57,7 @@ IDF = {"price": 3.0, "admiss": 3.0, "ticket": 3.0, "cost": 2.0}
 
 def test_words_and_meaning_are_each_judged_against_their_own_threshold():
     paraphrase = grade_offline("What is the admission price?", PASSAGE, IDF, similar_by(0.70), SETTINGS)
-    assert paraphrase.sufficient and paraphrase.threshold == SETTINGS.grade_similarity_threshold
+    assert paraphrase.sufficient and paraphrase.threshold == SETTINGS.grade_similarity_threshold_whole  # no topic
     assert "similarity 0.70" in paraphrase.reason
 
     same_words = grade_offline("What do tickets cost?", PASSAGE, IDF, similar_by(0.30), SETTINGS)
@@ -192,6 +192,20 @@ def test_the_grade_passes_the_topic_to_the_comparison_by_meaning():
     grade_offline("Who founded the Notre Dame library?", [hit("Father Lemonnier began the library in 1873.")],
                   CAMPUS_IDF, recording(0.7, seen), SETTINGS, topic=topic)
     assert seen[0][0] == "Who founded the library?"
+
+
+def test_a_question_compared_whole_needs_the_higher_similarity_its_threshold_was_chosen_for():
+    between = (SETTINGS.grade_similarity_threshold + SETTINGS.grade_similarity_threshold_whole) / 2
+    assert SETTINGS.grade_similarity_threshold < between < SETTINGS.grade_similarity_threshold_whole
+    question = "What is the museum's admission price?"  # none of its words in the passage: judged by meaning
+    museum = frozenset({"museum"})  # a knowledge base about the museum
+    without_topic = grade_offline(question, PASSAGE, IDF, similar_by(between), SETTINGS, topic=museum)
+    assert without_topic.threshold == SETTINGS.grade_similarity_threshold and without_topic.sufficient
+    # compared whole: a knowledge base without a topic, or a question naming none of it
+    for whole in (grade_offline(question, PASSAGE, IDF, similar_by(between), SETTINGS),
+                  grade_offline("What is the admission price?", PASSAGE, IDF, similar_by(between), SETTINGS,
+                                topic=museum)):
+        assert whole.threshold == SETTINGS.grade_similarity_threshold_whole and not whole.sufficient
 
 
 # ----- the subject: the rarest words, unless they are only the question's own wording ----------

@@ -212,7 +212,17 @@ def grade_offline(question: str, hits: list[Hit], idf: dict[str, float], embed, 
     decided = parts.empty or parts.number_missing or kind_unsaid(parts, settings)
     similarity, sentence = (0.0, "") if parts.cjk or decided else \
         closest_sentence(question, hits[:PASSAGES_GRADED], embed, topic)
-    return grade_from_parts(parts, similarity, sentence, settings)
+    return grade_from_parts(parts, similarity, sentence, settings, similarity_threshold(question, topic, settings))
+
+
+def similarity_threshold(question: str, topic: frozenset[str], settings: Settings) -> float:
+    """What the closest sentence's similarity must reach: ``grade_similarity_threshold`` for a
+    question compared without its topic words, ``grade_similarity_threshold_whole`` for one
+    compared whole (a knowledge base without a topic, a mixed or a small one, or a question
+    naming none of it): each was cross-validated on questions compared that way."""
+    if without_topic(question, topic) != question:
+        return settings.grade_similarity_threshold
+    return settings.grade_similarity_threshold_whole
 
 
 def grade_evidence(question: str, hits: list[Hit], passages, settings: Settings, about: tuple[str, ...] = ()) -> Grade:
@@ -230,9 +240,11 @@ def kind_unsaid(parts: GradeParts, settings: Settings) -> bool:
     return parts.kind in checked and parts.kind_said is False
 
 
-def grade_from_parts(parts: GradeParts, similarity: float, sentence: str, settings: Settings) -> Grade:
+def grade_from_parts(parts: GradeParts, similarity: float, sentence: str, settings: Settings,
+                     similarity_needed: float | None = None) -> Grade:
     """The grade from its measures (``grade_parts``, and the closest sentence's similarity for
-    English) against the thresholds in ``settings``."""
+    English) against the thresholds in ``settings`` (the similarity's: ``similarity_needed``,
+    see ``similarity_threshold``, else ``grade_similarity_threshold``)."""
     threshold = settings.grade_threshold_cjk if parts.cjk else settings.grade_threshold_latin
     if parts.empty:
         return Grade(0.0, threshold, "offline", "no passage matched the question")
@@ -245,7 +257,8 @@ def grade_from_parts(parts: GradeParts, similarity: float, sentence: str, settin
                      f"passage {parts.where + 1} contains {parts.share:.0%} of the question's key words")
     if parts.cjk:
         return by_words
-    by_meaning = Grade(round(similarity, 3), settings.grade_similarity_threshold, "offline",
+    needed = settings.grade_similarity_threshold if similarity_needed is None else similarity_needed
+    by_meaning = Grade(round(similarity, 3), needed, "offline",
                        f"closest sentence similarity {similarity:.2f}: “{_clip(sentence)}”")
     return max(by_words, by_meaning, key=lambda grade: grade.margin)
 
