@@ -164,7 +164,7 @@ def fill_and_submit(page, label: str, value: str, button: str, done: str, attemp
     raise AssertionError(f"{label!r} was emptied by a redraw {attempts} times; {done!r} never showed")
 
 
-def filter_documents(page, text: str, heading: re.Pattern, attempts: int = 3) -> None:
+def filter_documents(page, text: str, heading: re.Pattern, attempts: int = 5) -> None:
     """Type ``text`` into the Documents page's filter, press Enter and wait for the heading
     matching ``heading``. A redraw between typing and pressing (a finished ingest refreshing
     the page) drops both, as in ``fill_and_submit``: the user types again, and so does this
