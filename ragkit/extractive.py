@@ -436,7 +436,7 @@ def _select(
                 if previous is not None and not quoted(previous) and used + len(previous.text) + 4 <= budget:
                     take(previous, previous.text)
             if weights.add_next_sentence:
-                following = _next_sentence(candidates, candidate)
+                following = _sentence_at(candidates, candidate, 1)
                 # the best sentence ending at a clause mark may have brought it already (continue_clauses)
                 if following is not None and not quoted(following) and used + len(following.text) + 4 <= budget:
                     take(following, following.text)
@@ -504,10 +504,6 @@ def _sentence_at(candidates: list[Candidate], candidate: Candidate, step: int) -
         if other.source_index == candidate.source_index and other.order == candidate.order + step:
             return other
     return None
-
-
-def _next_sentence(candidates: list[Candidate], candidate: Candidate) -> Candidate | None:
-    return _sentence_at(candidates, candidate, 1)
 
 
 def _compose(chosen: list[tuple[Candidate, str]], sources: list[Source], cjk: bool) -> ExtractiveAnswer:
