@@ -394,17 +394,23 @@ def _select(
     def quoted(candidate: Candidate | None) -> bool:
         return any(candidate is existing for existing, _ in chosen)
 
+    def room_for(candidate: Candidate) -> int:
+        return budget - used - len(f"[{candidate.source_index + 1}]")
+
+    def fits_whole(candidate: Candidate | None) -> bool:
+        return candidate is not None and not quoted(candidate) and len(candidate.text) <= room_for(candidate)
+
     def take(candidate: Candidate, text: str) -> None:
         nonlocal used
         chosen.append((candidate, text))
         used += len(text) + len(f"[{candidate.source_index + 1}]")
         if weights.continue_clauses and text == candidate.text and text.endswith(CLAUSE_MARKS):
             following = _sentence_at(candidates, candidate, 1)
-            if following is not None and not quoted(following) and used + len(following.text) <= budget:
+            if fits_whole(following):
                 take(following, following.text)
 
     def take_further(candidate: Candidate) -> None:
-        room = budget - used - len(f"[{candidate.source_index + 1}]")
+        room = room_for(candidate)
         if len(candidate.text) <= room:
             take(candidate, candidate.text)
         elif weights.split_budget and room >= MIN_WINDOW:
@@ -416,7 +422,7 @@ def _select(
             take_further(other)
 
     for candidate in ranked:
-        room = budget - used - len(f"[{candidate.source_index + 1}]")
+        room = room_for(candidate)
         if chosen and (room < 12 or candidate.score < weights.keep_ratio * chosen[0][0].score):
             break
         if quoted(candidate):
@@ -433,15 +439,15 @@ def _select(
             take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
             if weights.previous_when_connected and connects_back(candidate.text):
                 previous = _sentence_at(candidates, candidate, -1)
-                if previous is not None and not quoted(previous) and used + len(previous.text) + 4 <= budget:
+                if fits_whole(previous):
                     take(previous, previous.text)
             if weights.add_next_sentence:
                 following = _sentence_at(candidates, candidate, 1)
                 # the best sentence ending at a clause mark may have brought it already (continue_clauses)
-                if following is not None and not quoted(following) and used + len(following.text) + 4 <= budget:
+                if fits_whole(following):
                     take(following, following.text)
                     after = _sentence_at(candidates, following, 1) if announces(candidate, weights) else None
-                    if after is not None and not quoted(after) and used + len(after.text) + 4 <= budget:
+                    if fits_whole(after):
                         take(after, after.text)
         else:
             take_further(candidate)
