@@ -18,7 +18,12 @@
   on an older one, whose searches would embed every candidate's sentences; sentences
   without a stored vector (past the model's window, or of a document indexed before) are
   embedded once and remembered. With the int8 model of a new store: hit@1 / MRR@10 0.836 /
-  0.899 -> 0.863 / 0.913.
+  0.899 -> 0.863 / 0.913. The cosine is half with the question without the knowledge base's
+  topic words (``rerank_topicless_cosine``; ``topic``: "Notre Dame" in every question and
+  sentence of a base about it makes every sentence resemble every question), and a sentence
+  naming a span of years holds the years inside it the question names (``rerank_year_ranges``:
+  "from 1946 to 1952" answers "in 1947"): with the kind bonus, 0.874 / 0.918 -> 0.885 / 0.927
+  (the topicless cosine alone 0.881 / 0.925, the year spans alone 0.877 / 0.921).
 - a directory: a local sentence-transformers ``CrossEncoder`` the user downloaded (for
   example a bge or ms-marco reranker); its scores replace the order of the top candidates.
   Nothing is ever downloaded: a directory that is not there is an error naming the setting.

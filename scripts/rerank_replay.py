@@ -1,16 +1,19 @@
-"""Replay the reranking of searches on recorded candidates: variants scored in seconds.
+"""Record searches of a shared set with their candidates and signals, to replay reranking
+variants in seconds, and compare two recordings question by question.
 
-``record``: a fresh knowledge base of a shared set (as ``eval`` builds it); for every question,
-the fused candidates before reranking (``Retriever._fused`` at ``candidate_k``, exact matches
-first) with their passages, stored sentence vectors and both retrievers' scores, the question's
-vector and word weights, and every passage's token vectors (the model's last hidden state, for
-late interaction). ``misses``: the questions whose passage the current reranker does not put
-first, with what outranks it and each signal. ``score``: named variants over the records: hit@1,
-hit@5, MRR@10 and the split-half spread (seeds x 2 halves of the questions).
+``record``: a fresh knowledge base of a shared set (as ``eval`` builds it, with the settings of
+the environment); for every question, the fused candidates before reranking (``Retriever._fused``
+at ``candidate_k``, exact matches first) with their passages, stored sentence vectors and both
+retrievers' scores, the dense and BM25 lists, the question's vector, token vectors and word
+weights, the passages the search pins, the documents the search itself ranks (``actual``), and
+every passage's token vectors (the model's last hidden state, for late interaction). A replay
+of the current reranker on the candidates gives the eval's figures. ``compare``: two recordings'
+hit@1, hit@5 and MRR@10, the questions whose rank changed, and the change over split halves of
+the questions (20 seeds x 2 halves): its least and largest.
 
-    python scripts/rerank_replay.py record ../shared/eval/squad_notre_dame.json /tmp/en.pkl
-    python scripts/rerank_replay.py misses /tmp/en.pkl
-    python scripts/rerank_replay.py score /tmp/en.pkl
+    python scripts/rerank_replay.py record ../shared/eval/squad_notre_dame.json /tmp/new.pkl
+    RAGKIT_DENSE_TOPICLESS=0 ... python scripts/rerank_replay.py record ... /tmp/old.pkl
+    python scripts/rerank_replay.py compare /tmp/old.pkl /tmp/new.pkl
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import pickle
 import random
+import statistics
 import tempfile
 
 from ragkit.config import Settings
@@ -33,7 +37,7 @@ def record(path: str, out: str) -> None:
     passages, questions = read_squad(path)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragkit-replay-") as tmp:
-        base = EvalBase(Settings(), tmp)
+        base = EvalBase(Settings(), tmp)  # the environment's RAGKIT_* settings
         base.ingest(passages, list(range(len(passages))), lambda *_: None)
         kb, retriever = base.kb, base.kb.retriever
         encoder = kb.embedder.encoder
@@ -104,15 +108,44 @@ def halves(count: int, seeds: int = 10) -> list[list[int]]:
     return found
 
 
+def compare(before: str, after: str, seeds: int = 20) -> None:
+    """Print both recordings' figures, the questions whose rank moved and the split-half spread."""
+    runs = []
+    for path in (before, after):
+        with open(path, "rb") as handle:
+            rows = pickle.load(handle)["rows"]
+        runs.append(([row["actual"] for row in rows], [row["item"].passage_index for row in rows], rows))
+    for name, (rankings, gold, _) in zip((before, after), runs):
+        print(name, "hit@1 %.4f hit@5 %.4f MRR@10 %.4f" % metrics(rankings, gold))
+    (old, gold, rows), (new, _, _) = runs
+    for number, (first, second, target) in enumerate(zip(old, new, gold)):
+        ranks = [ranking.index(target) + 1 if target in ranking[:10] else None for ranking in (first, second)]
+        if ranks[0] != ranks[1]:
+            print(f"  #{number} {ranks[0]} -> {ranks[1]}: {rows[number]['item'].question}")
+    gains = []
+    for half in halves(len(gold), seeds):
+        pick = lambda rankings: [rankings[i] for i in half]  # noqa: E731
+        was, now = metrics(pick(old), pick(gold)), metrics(pick(new), pick(gold))
+        gains.append((now[0] - was[0], now[2] - was[2]))
+    print("split halves (%d): hit@1 change %.4f to %.4f (mean %.4f), MRR@10 change %.4f to %.4f (mean %.4f)" % (
+        len(gains), min(g[0] for g in gains), max(g[0] for g in gains), statistics.mean(g[0] for g in gains),
+        min(g[1] for g in gains), max(g[1] for g in gains), statistics.mean(g[1] for g in gains)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record")
     rec.add_argument("path")
     rec.add_argument("out")
+    versus = sub.add_parser("compare")
+    versus.add_argument("before")
+    versus.add_argument("after")
     args = parser.parse_args()
     if args.command == "record":
         record(args.path, args.out)
+    else:
+        compare(args.before, args.after)
 
 
 if __name__ == "__main__":
