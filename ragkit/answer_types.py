@@ -207,3 +207,23 @@ def kind_naming_words(words: list[str], question: str) -> frozenset[str]:
     kinds = {word for word in words if word in _KIND_NAMING_CJK}
     kinds |= {word for word in words for kind in kinds & _NARROWED_KINDS_CJK if word + kind in question}
     return frozenset(kinds)
+
+
+_YEAR = r"(1[0-9]{3}|20[0-9]{2})"
+_YEAR_RANGE = re.compile(rf"\b{_YEAR}\s*(?:[-–—]|to|until|till|through|and)\s*{_YEAR}\b", re.IGNORECASE)
+
+
+def years_spanned(text: str, years: set[str]) -> set[str]:
+    """Those of ``years`` (as digits) that lie inside a span of years ``text`` names ("from 1946
+    to 1952", "1946–1952", "between 1946 and 1952"): a text saying who served from 1946 to 1952
+    says who served in 1947, without the word."""
+    found: set[str] = set()
+    for match in _YEAR_RANGE.finditer(text):
+        first, last = int(match.group(1)), int(match.group(2))
+        found |= {year for year in years if first <= int(year) <= last}
+    return found
+
+
+def years_named(question: str) -> set[str]:
+    """The years (four digits, 1000-2099) ``question`` names."""
+    return set(re.findall(rf"\b{_YEAR}\b", question))

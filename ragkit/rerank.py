@@ -18,7 +18,12 @@
   on an older one, whose searches would embed every candidate's sentences; sentences
   without a stored vector (past the model's window, or of a document indexed before) are
   embedded once and remembered. With the int8 model of a new store: hit@1 / MRR@10 0.836 /
-  0.899 -> 0.863 / 0.913.
+  0.899 -> 0.863 / 0.913. The cosine is half with the question without the knowledge base's
+  topic words (``rerank_topicless_cosine``; ``topic``: "Notre Dame" in every question and
+  sentence of a base about it makes every sentence resemble every question), and a sentence
+  naming a span of years holds the years inside it the question names (``rerank_year_ranges``:
+  "from 1946 to 1952" answers "in 1947"): with the kind bonus, 0.874 / 0.918 -> 0.885 / 0.927
+  (the topicless cosine alone 0.881 / 0.925, the year spans alone 0.877 / 0.921).
 - a directory: a local sentence-transformers ``CrossEncoder`` the user downloaded (for
   example a bge or ms-marco reranker); its scores replace the order of the top candidates.
   Nothing is ever downloaded: a directory that is not there is an error naming the setting.
@@ -32,10 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .answer_types import answer_type, typed_spans
+from .answer_types import answer_type, typed_spans, years_named, years_spanned
 from .config import Settings
 from .errors import RagkitError
 from .text import is_cjk_text, search_tokens, share_scorer, split_sentences, token_share
+from .topic import without_topic
 
 SPLIT_MEMORY = 4096  # passages whose sentences and their tokens the sentence reranker remembers
 
@@ -70,9 +76,14 @@ class SentenceReranker:
     ``query_vector`` embeds the question (the retriever's, which remembers it)."""
 
     def __init__(self, embedder, weight: float, idf=None, stored=None, query_vector=None,
-                 weight_cjk: float | None = None, only_stored: bool = False, kind_bonus: float = 0.0):
+                 weight_cjk: float | None = None, only_stored: bool = False, kind_bonus: float = 0.0,
+                 topic=None, topicless_cosine: float = 0.0, year_ranges: bool = False):
         self._embedder = embedder
         self.kind_bonus = kind_bonus  # added to a sentence holding a thing of the kind the question asks for
+        # the knowledge base's topic words among the query's (their idf -> ``topic.topic_words``)
+        self._topic = topic or (lambda weights: frozenset())
+        self.topicless_cosine = topicless_cosine  # the cosine's share taken with the question without them
+        self.year_ranges = year_ranges  # a span of years holding a year the question names holds that year
         self._idf = idf or (lambda words: {word: 1.0 for word in words})
         self._stored = stored or (lambda ids: {})
         self._query_vector = query_vector or (lambda query: self._embedder().embed_query(query))
@@ -88,19 +99,37 @@ class SentenceReranker:
         """Each text's best sentence score: word share + cosine with the query, plus
         ``kind_bonus`` for a sentence holding a thing of the kind asked that the question does
         not name (a year for "In what year…", a name for "Who…": ``answer_types``) (``stored``:
-        each text's stored sentence vectors, or None)."""
-        question = self._query_vector(query)
-        share = token_share(_query_weights(query, self._idf))
+        each text's stored sentence vectors, or None). The cosine is taken, for the share
+        ``topicless_cosine``, with the question without the knowledge base's topic words; with
+        ``year_ranges``, a sentence naming a span of years holds the question's years inside it."""
+        weights = _query_weights(query, self._idf)
+        question = self._question_vector(query, weights)
+        share = token_share(weights)
+        years = years_named(query) if self.year_ranges else set()
         kind = answer_type(query) if self.kind_bonus else None
         best = []
         for text, kept in zip(texts, stored or [None] * len(texts)):
             sentences, tokens = self._sentences(text)
+            if years:
+                tokens = [words | years_spanned(sentence, years) for sentence, words in zip(sentences, tokens)]
             # word share and cosine count alike: both run 0-1 over a passage's sentences
             scores = np.asarray([share(words) for words in tokens]) + self._cosines(sentences, kept, question)
             if kind is not None:
                 scores += self.kind_bonus * np.asarray([bool(typed_spans(s, kind, query)) for s in sentences])
             best.append(float(scores.max()))
         return best
+
+    def _question_vector(self, query: str, weights: dict[str, float]) -> np.ndarray:
+        """What sentences are compared with: the question's vector, blended (``topicless_cosine``)
+        with that of the question without its topic words. Cosine is linear in the question's
+        vector, so a sentence's cosine with the blend is the blend of its two cosines."""
+        question = self._query_vector(query)
+        if not self.topicless_cosine:
+            return question
+        rest = without_topic(query, self._topic(weights))
+        if rest == query:
+            return question
+        return (1 - self.topicless_cosine) * question + self.topicless_cosine * self._query_vector(rest)
 
     def _sentences(self, text: str) -> tuple[list[str], list[frozenset[str]]]:
         """``text``'s sentences and each one's search tokens, remembered for the
@@ -175,19 +204,23 @@ class CrossEncoderReranker:
 
 def make_reranker(setting: str, embedder, idf=None, weight: float | None = None, stored=None,
                   query_vector=None, sentence_vectors_stored: bool = False, weight_cjk: float | None = None,
-                  kind_bonus: float | None = None):
+                  kind_bonus: float | None = None, topic=None, topicless_cosine: float | None = None,
+                  year_ranges: bool | None = None):
     """The reranker named by ``setting``: "none" -> None; "auto" -> the sentence reranker
     where ``sentence_vectors_stored`` (the knowledge base keeps its passages' sentence
     vectors, so it costs milliseconds) and the embedder pools them, else None; "sentences"; or a CrossEncoder directory.
-    ``idf`` (the lexical index's), ``weight``, ``weight_cjk`` and ``kind_bonus`` (None:
-    ``Settings``' defaults), ``stored`` and ``query_vector`` are the sentence reranker's."""
+    ``idf`` (the lexical index's), ``weight``, ``weight_cjk``, ``kind_bonus``, ``topicless_cosine``
+    and ``year_ranges`` (None: ``Settings``' defaults), ``stored``, ``query_vector`` and ``topic``
+    (the query's topic words from their idf) are the sentence reranker's."""
     if not setting or setting == "none" or (setting == "auto" and not sentence_vectors_stored):
         return None
     if setting in ("sentences", "auto"):
-        defaults = Settings.model_fields
-        return SentenceReranker(embedder, defaults["rerank_weight"].default if weight is None else weight, idf,
-                                stored, query_vector,
-                                defaults["rerank_weight_cjk"].default if weight_cjk is None else weight_cjk,
-                                only_stored=setting == "auto",
-                                kind_bonus=defaults["rerank_kind_bonus"].default if kind_bonus is None else kind_bonus)
+        def chosen(name: str, value):
+            return Settings.model_fields[name].default if value is None else value
+
+        return SentenceReranker(embedder, chosen("rerank_weight", weight), idf, stored, query_vector,
+                                chosen("rerank_weight_cjk", weight_cjk), only_stored=setting == "auto",
+                                kind_bonus=chosen("rerank_kind_bonus", kind_bonus), topic=topic,
+                                topicless_cosine=chosen("rerank_topicless_cosine", topicless_cosine),
+                                year_ranges=chosen("rerank_year_ranges", year_ranges))
     return CrossEncoderReranker(setting)

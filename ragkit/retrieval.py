@@ -24,6 +24,7 @@ from .passages import Hit, Passage, joined
 from .rerank import make_reranker
 from .sentence_vectors import vectors_current, vectors_stale
 from .text import index_tokens, is_cjk_text, search_tokens, word_runs
+from .topic import topic_words, without_topic
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +217,10 @@ class Retriever:
                                           self.settings.rerank_weight, kept,
                                           self.query_vector, sentence_vectors_stored=stored,
                                           weight_cjk=self.settings.rerank_weight_cjk,
-                                          kind_bonus=self.settings.rerank_kind_bonus)
+                                          kind_bonus=self.settings.rerank_kind_bonus,
+                                          topic=self.topic_of,
+                                          topicless_cosine=self.settings.rerank_topicless_cosine,
+                                          year_ranges=self.settings.rerank_year_ranges)
             self._reranker_chosen, self._sentence_vectors_stored = True, stored  # after: a failure chooses again
 
     def search(self, query: str, k: int, filters: SearchFilters | None = None,
@@ -333,13 +337,30 @@ class Retriever:
 
     def _dense(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
         try:
-            found = self.store.query(self.query_vector(query), depth, allowed)
+            found = self.store.query(self.search_vector(query), depth, allowed)
         except Exception as exc:  # a damaged vector index, a server gone: keyword search still answers
             log.warning("vector search failed, using keyword search only: %s", exc)
             self.dense_error = self.store.refusal_message(exc) or str(exc).strip() or type(exc).__name__
             return []
         self.dense_error = ""
         return found
+
+    def search_vector(self, query: str) -> np.ndarray:
+        """What the vector store is searched with: the query's embedding blended (``dense_topicless``)
+        with that of the query without the knowledge base's topic words (``topic.topic_words``),
+        normalised; the query's own where it names none."""
+        vector, share = self.query_vector(query), self.settings.dense_topicless
+        if not share:
+            return vector
+        rest = without_topic(query, self.topic_of(self.lexical.idf(list(dict.fromkeys(search_tokens(query))))))
+        if rest == query:
+            return vector
+        blend = (1 - share) * vector + share * self.query_vector(rest)
+        return blend / max(float(np.linalg.norm(blend)), 1e-12)
+
+    def topic_of(self, idf: dict[str, float]) -> frozenset[str]:
+        """The knowledge base's topic words among those of ``idf`` (a query's words' idf)."""
+        return topic_words(idf, len(self.lexical), self.settings)
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding (the last few are kept: an answer searches twice)."""

@@ -112,3 +112,59 @@ def test_a_search_finishes_with_the_reranker_it_began_with(kb, monkeypatch):
 
     monkeypatch.setattr(kb.catalog, "passages", chosen_again_meanwhile)
     assert kb.search("When was the harbour dredged?")
+
+
+def test_a_span_of_years_holds_the_years_inside_it():
+    from ragkit.answer_types import years_named, years_spanned
+
+    assert years_named("Which president did Notre Dame have in 1947?") == {"1947"}
+    for text in ("He served as president from 1946 to 1952.", "President (1946–1952).",
+                 "Between 1946 and 1952 he led it."):
+        assert years_spanned(text, {"1947", "1953"}) == {"1947"}
+    assert years_spanned("He was president in 1946 and wrote in 1952.", set()) == set()
+    assert years_spanned("In 1919 Father Burns became president.", {"1947"}) == set()
+
+
+def test_a_sentence_naming_a_span_of_years_holds_the_questions_year_when_year_ranges_is_on(embedder):
+    question = "Which president did the college have in 1947?"
+    spanned, other = "Cavanaugh served as president from 1946 to 1952.", "In 1919 Burns became president."
+    plain = SentenceReranker(lambda: embedder, 1.0, even)
+    ranged = SentenceReranker(lambda: embedder, 1.0, even, year_ranges=True)
+    gain = np.subtract(ranged.sentence_scores(question, [spanned, other]),
+                       plain.sentence_scores(question, [spanned, other]))
+    assert np.allclose(gain, [1 / 3, 0.0])  # 1947, one of three evenly weighted words (colleg, presid, 1947)
+    assert make_reranker("sentences", lambda: embedder).year_ranges  # Settings' default
+
+
+def test_the_cosine_is_blended_with_the_questions_without_the_topic_words(embedder):
+    from ragkit.text import search_tokens
+
+    question, sentence = "Which library did Notre Dame build in 1963?", "A library was built in 1963 beside the lake."
+    topic = lambda weights: frozenset({"notr", "dame"}) & set(weights)  # noqa: E731
+    cosine = float(embedder.embed_remembered([sentence])[0] @ embedder.embed_query(question))
+    vector = embedder.embed_remembered([sentence])[0]
+    topicless = float(vector @ embedder.embed_query("Which library did build in 1963?"))
+    share = word_share_scorer(question, even)(sentence)
+    assert set(search_tokens(question)) >= {"notr", "dame"}
+    for blend, expected in ((0.0, cosine), (0.5, (cosine + topicless) / 2), (1.0, topicless)):
+        reranker = SentenceReranker(lambda: embedder, 1.0, even, topic=topic, topicless_cosine=blend)
+        assert np.isclose(reranker.sentence_scores(question, [sentence])[0], share + expected, atol=1e-5)
+    no_topic = SentenceReranker(lambda: embedder, 1.0, even, topicless_cosine=1.0)  # no topic words: the question
+    assert np.isclose(no_topic.sentence_scores(question, [sentence])[0], share + cosine, atol=1e-5)
+
+
+def test_the_retriever_gives_the_reranker_the_knowledge_bases_topic_words(settings, embedder):
+    from ragkit.kb import KnowledgeBase
+
+    knowledge_base = KnowledgeBase(settings.model_copy(update={"reranker": "sentences", "grade_topic_min_passages": 1,
+                                                               "rerank_topicless_cosine": 0.25}), embedder=embedder)
+    try:
+        for number, text in enumerate(("Harbour Point has a lighthouse.", "Harbour Point ferries leave at noon.",
+                                       "The bakery opens at dawn.")):
+            knowledge_base.ingest(text.encode(), f"p{number}.txt")
+        reranker = knowledge_base.retriever.reranker
+        assert reranker.topicless_cosine == 0.25
+        # said by two of three passages: at least grade_topic_share (0.5) of them
+        assert reranker._topic(knowledge_base.lexical.idf(["harbour", "point", "bakeri"])) == {"harbour", "point"}
+    finally:
+        knowledge_base.close()

@@ -28,7 +28,6 @@ offline grade decides and the trace says so.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -39,6 +38,7 @@ from ..config import Settings
 from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
 from ..text import is_cjk_text, search_tokens, split_sentences
+from ..topic import topic_words, without_topic
 
 PASSAGES_GRADED = 3
 SENTENCES_COMPARED = 24
@@ -128,28 +128,6 @@ def word_idf(word: str, idf: dict[str, float]) -> float:
     """A question word's idf: its search tokens' mean (1.0 when none is known)."""
     values = [idf[token] for token in search_tokens(word) if token in idf]
     return sum(values) / len(values) if values else 1.0
-
-
-def topic_words(idf: dict[str, float], passages: int, settings: Settings) -> frozenset[str]:
-    """The search tokens of ``idf`` that at least ``grade_topic_share`` of the knowledge base's
-    ``passages`` say (read back from their idf, ``lexical``'s BM25 one): its topic, which every
-    sentence shares with a question about it. None below ``grade_topic_min_passages``."""
-    share = settings.grade_topic_share
-    if passages < settings.grade_topic_min_passages or share >= 1:
-        return frozenset()
-    frequent = share * passages
-    ceiling = math.log(1 + (passages - frequent + 0.5) / (frequent + 0.5))
-    return frozenset(token for token, value in idf.items() if value <= ceiling)
-
-
-def without_topic(question: str, topic: frozenset[str]) -> str:
-    """``question`` without its words whose search tokens are all ``topic`` words (the whole
-    question when that would leave nothing to compare)."""
-    if not topic:
-        return question
-    kept = [word for word in question.split() if not (set(search_tokens(word)) and set(search_tokens(word)) <= topic)]
-    rest = " ".join(kept)
-    return rest if set(search_tokens(rest)) else question
 
 
 def closest_sentence(question: str, hits: list[Hit], embed, topic: frozenset[str] = frozenset()) -> tuple[float, str]:
