@@ -74,7 +74,8 @@ class Worker:
         pause = ["--pause-at", pause_at] if pause_at else []
         command = [sys.executable, str(WORKER), str(data_dir), *pause, *args]
         self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env={**os.environ, **SMALL_CHUNKS})
+                                        stderr=subprocess.PIPE, text=True,
+                                        env={**os.environ, **SMALL_CHUNKS, "PYTHONFAULTHANDLER": "1"})
 
     def wait_for(self, prefix: str) -> str:
         """Read output lines until one starts with ``prefix`` (fails if the process ends first)."""
@@ -93,7 +94,7 @@ class Worker:
 
     def finish(self) -> str:
         out, err = self.process.communicate(timeout=300)
-        assert self.process.returncode == 0, err[-2000:]
+        assert self.process.returncode == 0, f"exit {self.process.returncode}: {err[-6000:]}"
         return out
 
 
