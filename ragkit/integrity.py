@@ -72,15 +72,16 @@ def inspect(catalog: Catalog, store: VectorStore, full: bool = False, lock_held:
     the write lock, so pending writes not in flight here whose writer is gone are abandoned."""
     found = Inspection(passages=catalog.passage_count())
     try:
-        if not store.caught_up and not store.refresh(wait=False):
-            found.deferred = True  # a writer is saving: the vectors are checked at a later open
-            return found
-        found.vectors = store.count()
-        listed = _compare(found, catalog, store, full, lock_held)
-        if found.vectors:
-            ids = sorted(listed) if full else catalog.sample_passage_ids(REACH_SAMPLE)
-            found.unreachable = store.unreachable(ids)
-            found.probed = len(ids)
+        with store.reading(wait=False) as held:
+            if not held:
+                found.deferred = True  # a writer is saving: the vectors are checked at a later open
+                return found
+            found.vectors = store.count()
+            listed = _compare(found, catalog, store, full, lock_held)
+            if found.vectors:
+                ids = sorted(listed) if full else catalog.sample_passage_ids(REACH_SAMPLE)
+                found.unreachable = store.unreachable(ids)
+                found.probed = len(ids)
     except VectorStoreUnavailable as exc:
         found.store_error = str(exc)
     except Exception as exc:  # a damaged store fails on its first use

@@ -73,11 +73,9 @@ class KnowledgeBase:
         self.lexical = LexicalIndex()
         lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
-        if (settings.data_path / "chroma" / "chroma.sqlite3").exists() or settings.chroma_url or self.read_only:
-            self.store = VectorStore(settings, lock, generation, read_only=self.read_only)
-        else:
-            with lock.hold():  # two processes creating the same Chroma directory collide
-                self.store = VectorStore(settings, lock, generation)
+        # An embedded store is opened (or created) at its first read, under the write lock.
+        self.store = VectorStore(settings, lock, generation, read_only=self.read_only,
+                                 announce=self.catalog.announce_index_saved)
         self.settings = settings_for_store(settings, self._recorded_model(settings))  # before any embedder is made
         if check_model:
             try:

@@ -20,11 +20,23 @@ How embedded Chroma (1.5) shares its files between processes, and the rules that
   writer's batch was in the log (after a killed writer, the log holds its unsaved tail)
   saves such a copy.
 
-So in this module a client's first read (the log catch-up) happens only under the data
-dir's write lock, and every write too, always on a client that has caught up with every
-other process's writes (the catalog's vector generation says when one happened). A
-process that already caught up keeps reading its in-memory copy while another process
-saves (``refresh(wait=False)``), and re-opens once the save is over.
+Opening is no exception: embedded Chroma writes to its folder when a client opens, and a
+client's first read saves the index files again (data_level0.bin changes even when the log
+held nothing to apply). Readers that opened during an ingest died with SIGSEGV in their
+first query, under the lock, on index files that crash any client opening them.
+
+So in this module:
+
+- an embedded client is opened, and makes its first read (the log catch-up), only under
+  the data dir's write lock: lazily, at its first read (a process that only lists
+  documents never waits for the lock);
+- a catch-up that changed the index files announces it (``announce``: the catalog's
+  vector generation), so that every other process re-opens before it saves its own,
+  older copy over them;
+- every read and every write holds the lock, on a client that has caught up with every
+  other process's writes (the vector generation says when one happened). A read waits for
+  another process's save at most ``READ_WAIT_S`` (``FIRST_READ_WAIT_S`` for a first read),
+  then raises ``VectorStoreBusy``: searches use keywords only until the save is over.
 
 ``unreachable`` checks sampled vectors the way a user would notice: each one's own vector
 must find it through the index (``integrity`` runs it at every open; ``repair`` runs it on
@@ -39,6 +51,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +70,9 @@ DEEPER_PROBE = 8  # a vector a search for itself missed is looked for again amon
 # A process's first read waits this long for another process's save (a group of files
 # takes seconds, rebuilding a large index a minute); then searches use keywords only.
 FIRST_READ_WAIT_S = 90.0
+# A process that already caught up waits this long for a save before it searches by
+# keywords only (a group of files is saved in seconds).
+READ_WAIT_S = 10.0
 REFUSAL_PROBE_TIMEOUT_S = 5.0  # asking the Chroma server again whether it refuses ragkit's token
 
 
@@ -87,12 +103,13 @@ class VectorStore:
     """Chroma collection access: add, delete, scan, nearest neighbours, reset."""
 
     def __init__(self, settings: Settings, lock: WriteLock, generation: Callable[[], int] = lambda: 0,
-                 read_only: str = ""):
+                 read_only: str = "", announce: Callable[[], int] | None = None):
         self.settings = settings
         self.lock = lock
         self.read_only = read_only  # why the data dir cannot be written: then a private copy is read
         self._copy = None  # that copy's TemporaryDirectory (removed by ``close`` or at exit)
         self._generation = generation  # the catalog's vector generation, bumped by every write
+        self._announce = announce  # bumps it (and returns it) when this client's catch-up saved the index
         self._lock = threading.RLock()
         self.generation = -1  # the generation this client has caught up with
         self._caught_up = False
@@ -100,7 +117,9 @@ class VectorStore:
         self._collection = None
         self.error = ""  # why the store cannot be used ("" when it can)
         self._failed_at: int | None = None  # the generation at which it last failed to open
-        self._open()
+        self._opened = False  # an embedded store opens at its first read, under the write lock
+        if self.remote or self.read_only:  # a server, or a private copy: no other process shares its files
+            self._open()
 
     @property
     def folder(self):
@@ -172,6 +191,7 @@ class VectorStore:
         from chromadb.config import Settings as ChromaSettings
 
         self._caught_up = False
+        self._opened = True
         chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
         try:
             if self.settings.chroma_url:
@@ -237,8 +257,9 @@ class VectorStore:
 
     @property
     def available(self) -> bool:
-        """False when the store could not be opened (see ``error``)."""
-        return self._collection is not None
+        """False when the store could not be opened (see ``error``). An embedded store not
+        opened yet counts as available: its first read opens it (under the write lock)."""
+        return self._collection is not None or not self._opened
 
     # ----- staying in step with other processes ----------------------------------
 
@@ -265,9 +286,11 @@ class VectorStore:
                     return True
                 if not self._caught_up and self._failed_at == current:
                     raise VectorStoreUnavailable(self.error)  # nothing was written since it failed
-                if self._caught_up or not self.available:
-                    log.info("vector store changed in another process: re-opening it")
+                if self._caught_up or self._collection is None:
+                    if self._opened:
+                        log.info("vector store changed in another process: re-opening it")
                     self._open()
+                before = self._index_files()
                 try:
                     self._catch_up()
                 except VectorStoreUnavailable as exc:
@@ -275,7 +298,18 @@ class VectorStore:
                     raise
                 self._failed_at = None
                 self.generation = current
+                if self._announce is not None and self._index_files() != before:
+                    # the catch-up saved this copy: others re-open before they save theirs over it
+                    log.info("applying Chroma's log saved the index: other processes re-open it")
+                    self.generation = self._announce()
         return True
+
+    def _index_files(self) -> dict[str, tuple[int, int]]:
+        """Size and change time of each index file (not Chroma's database), to tell a save."""
+        if self.read_only or not self.folder.is_dir():
+            return {}
+        return {str(path): (stat.st_size, stat.st_mtime_ns) for path in self.folder.glob("*/*")
+                if (stat := path.stat())}
 
     def reopen_later(self) -> None:
         """Make the next ``refresh`` open a new client (after a write failed half-way, the
@@ -284,7 +318,7 @@ class VectorStore:
         self._failed_at = None
 
     def _catch_up(self) -> None:
-        if not self.available:
+        if self._collection is None:
             raise self._unavailable(self.error)
         try:
             self._collection.count()  # Chroma's first read applies its log (see the module docstring)
@@ -302,35 +336,60 @@ class VectorStore:
         return self._caught_up
 
     def _ready(self) -> None:
+        """Before a write (the caller holds the write lock): catch up first."""
         if self._caught_up:
             return
         timeout = None if self.lock.held_here else FIRST_READ_WAIT_S
         if not self.refresh(wait=True, timeout=timeout):
-            raise VectorStoreBusy(f"another process has been saving to {self.where} for "
-                                  f"{FIRST_READ_WAIT_S:.0f} s; searching by keywords only until it is done")
+            raise self._busy(FIRST_READ_WAIT_S)
+
+    def _busy(self, waited: float) -> VectorStoreBusy:
+        return VectorStoreBusy(f"another process has been saving to {self.where} for "
+                               f"{waited:.0f} s; searching by keywords only until it is done")
+
+    @contextmanager
+    def reading(self, wait: bool = True) -> Iterator[bool]:
+        """Hold the store still for the reads of the block, on a client caught up with every
+        other process's writes: an embedded store under the data dir's write lock (every
+        read of embedded Chroma applies what is in its log, so a read beside another
+        process's write applies that writer's batch to this process's copy, and crashed).
+        Yields False when ``wait`` is False and another process holds the lock; with ``wait``
+        raises VectorStoreBusy once it waited ``FIRST_READ_WAIT_S`` (``READ_WAIT_S`` for a
+        client that already caught up)."""
+        if self.remote:
+            self.refresh()
+            yield True
+            return
+        waited = READ_WAIT_S if self._caught_up else FIRST_READ_WAIT_S
+        with self.lock.hold(wait=wait, timeout=None if self.lock.held_here else waited) as held:
+            if held:
+                self.refresh()
+            elif wait:
+                raise self._busy(waited)
+            yield held
 
     # ----- reading -----------------------------------------------------------------
 
     def count(self) -> int:
         """Number of stored vectors."""
-        self._ready()
-        return self._collection.count()
+        with self.reading():
+            return self._collection.count()
 
     def existing(self, ids: list[str]) -> set[str]:
         """Which of these passage ids have a vector."""
-        self._ready()
         found: set[str] = set()
-        for start in range(0, len(ids), PAGE_SIZE):
-            found.update(self._collection.get(ids=ids[start : start + PAGE_SIZE], include=[])["ids"])
+        with self.reading():
+            for start in range(0, len(ids), PAGE_SIZE):
+                found.update(self._collection.get(ids=ids[start : start + PAGE_SIZE], include=[])["ids"])
         return found
 
     def scan(self, with_text: bool = False) -> Iterator[tuple[StoredVector, str | None]]:
         """Every stored vector's id and metadata (and text), page by page."""
-        self._ready()
         include = ["metadatas"] + (["documents"] if with_text else [])
         offset = 0
         while True:
-            page = self._collection.get(include=include, limit=PAGE_SIZE, offset=offset)
+            with self.reading():  # a page at a time: the caller's work on a page holds no lock
+                page = self._collection.get(include=include, limit=PAGE_SIZE, offset=offset)
             if not page["ids"]:
                 return
             for index, pid in enumerate(page["ids"]):
@@ -341,24 +400,25 @@ class VectorStore:
 
     def query(self, vector: np.ndarray, n_results: int, doc_ids: set[str] | None = None) -> list[tuple[str, float]]:
         """Nearest passages by cosine similarity: (passage id, 1 - distance), best first."""
-        total = self.count()
-        if n_results <= 0 or total == 0:
-            return []
-        where = {"doc_id": {"$in": sorted(doc_ids)}} if doc_ids is not None else None
-        result = self._collection.query(
-            query_embeddings=[vector], n_results=min(n_results, total), where=where, include=["distances"]
-        )
+        with self.reading():
+            total = self._collection.count()
+            if n_results <= 0 or total == 0:
+                return []
+            where = {"doc_id": {"$in": sorted(doc_ids)}} if doc_ids is not None else None
+            result = self._collection.query(
+                query_embeddings=[vector], n_results=min(n_results, total), where=where, include=["distances"]
+            )
         return [(pid, 1.0 - float(d)) for pid, d in zip(result["ids"][0], result["distances"][0])]
 
     def vectors(self, ids: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
         """The stored vectors of these ids, and the ids whose vector the index has lost
         (listed with metadata, but the index cannot return their vector). Ids with no
         vector at all are in neither."""
-        self._ready()
         found: dict[str, np.ndarray] = {}
         lost: list[str] = []
-        for start in range(0, len(ids), PAGE_SIZE):
-            self._fetch(ids[start : start + PAGE_SIZE], found, lost)
+        with self.reading():
+            for start in range(0, len(ids), PAGE_SIZE):
+                self._fetch(ids[start : start + PAGE_SIZE], found, lost)
         return found, lost
 
     def _fetch(self, ids: list[str], found: dict[str, np.ndarray], lost: list[str]) -> None:
@@ -382,16 +442,17 @@ class VectorStore:
         graph. (The index is approximate: in a base of near-identical passages a search of
         ``candidate_k`` now and then misses a vector that is there, and a healthy index
         must not be reported damaged, nor rebuilt, for it.)"""
-        found, lost = self.vectors(ids)
-        missed = list(lost)
-        total = self.count()
-        if not found or not total:
-            return missed
-        depth = min(self.settings.candidate_k, total)
-        missed_here = self._not_found_by_own_vector(list(found.items()), depth)
-        deeper = min(depth * DEEPER_PROBE, total)
-        if missed_here and deeper > depth:
-            missed_here = self._not_found_by_own_vector([(pid, found[pid]) for pid in missed_here], deeper)
+        with self.reading():
+            found, lost = self.vectors(ids)
+            missed = list(lost)
+            total = self.count()
+            if not found or not total:
+                return missed
+            depth = min(self.settings.candidate_k, total)
+            missed_here = self._not_found_by_own_vector(list(found.items()), depth)
+            deeper = min(depth * DEEPER_PROBE, total)
+            if missed_here and deeper > depth:
+                missed_here = self._not_found_by_own_vector([(pid, found[pid]) for pid in missed_here], deeper)
         return missed + missed_here
 
     def _not_found_by_own_vector(self, items: list[tuple[str, np.ndarray]], depth: int) -> list[str]:

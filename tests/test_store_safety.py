@@ -74,7 +74,8 @@ class Worker:
         pause = ["--pause-at", pause_at] if pause_at else []
         command = [sys.executable, str(WORKER), str(data_dir), *pause, *args]
         self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env={**os.environ, **SMALL_CHUNKS})
+                                        stderr=subprocess.PIPE, text=True,
+                                        env={**os.environ, **SMALL_CHUNKS, "PYTHONFAULTHANDLER": "1"})
 
     def wait_for(self, prefix: str) -> str:
         """Read output lines until one starts with ``prefix`` (fails if the process ends first)."""
@@ -93,7 +94,7 @@ class Worker:
 
     def finish(self) -> str:
         out, err = self.process.communicate(timeout=300)
-        assert self.process.returncode == 0, err[-2000:]
+        assert self.process.returncode == 0, f"exit {self.process.returncode}: {err[-6000:]}"
         return out
 
 
@@ -314,6 +315,62 @@ def test_passages_stay_reachable_when_other_processes_open_the_store_during_an_i
     assert kb.documents()[0].chunks > 2500
     missed, sampled = unreachable_by_own_text(kb, "big.txt", 400)
     assert missed == [], f"{len(missed)} of {sampled} passages are not found by their own text"
+
+
+def lock_is_free(data_dir: Path) -> bool:
+    """True when no open file of any process (this one included) holds the data dir's write lock."""
+    import fcntl
+
+    fd = os.open(data_dir / "write.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing lets go of the probe's lock too
+
+
+def test_a_process_opens_the_vector_store_only_under_the_write_lock(data_dir, tmp_path, monkeypatch):
+    """Embedded Chroma writes to its folder when a client opens: a reader that opened while
+    a writer saved crashed (SIGSEGV) at its first search."""
+    import chromadb
+
+    from ragkit.writelock import WriteLock
+
+    kb = open_kb(data_dir)
+    kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(40, "owl")))
+    stored = kb.store.count()
+    kb.close()
+    opened: list[bool] = []  # for each client opened: was the lock free (held by nobody) then
+    real = chromadb.PersistentClient
+    monkeypatch.setattr(chromadb, "PersistentClient",
+                        lambda *args, **kwargs: opened.append(lock_is_free(data_dir)) or real(*args, **kwargs))
+    with WriteLock(data_dir / "write.lock").hold():  # as another process saving holds it
+        kb = open_kb(data_dir)
+        assert [doc.filename for doc in kb.documents()] == ["notes.txt"]  # listing does not wait for it
+        assert opened == []  # nor is Chroma opened beside the save
+    assert kb.store.count() == stored  # the first read opens it, holding the lock itself
+    assert opened == [False]
+    kb.close()
+
+
+def test_a_search_while_another_process_saves_waits_for_it_then_answers_by_keywords(data_dir, tmp_path,
+                                                                                    monkeypatch):
+    """A read of embedded Chroma beside another process's save crashed the reader (SIGSEGV
+    in its query), even on a client that had caught up before the save began."""
+    from ragkit import vectors
+    from ragkit.writelock import WriteLock
+
+    kb = open_kb(data_dir)
+    kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(40, "owl")))
+    assert kb.search("owl keeper storm") and kb.retriever.dense_error == ""
+    monkeypatch.setattr(vectors, "READ_WAIT_S", 0.2)
+    with WriteLock(data_dir / "write.lock").hold():  # as another process saving holds it
+        assert kb.search("owl keeper storm number 7")  # keywords still answer
+        assert "keywords only" in kb.retriever.dense_error  # no vector was read beside the save
+    assert kb.search("owl keeper storm") and kb.retriever.dense_error == ""
+    kb.close()
 
 
 class MissingFrom:
