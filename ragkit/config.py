@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     write_lease_s: float = Field(
         default=60.0, ge=3, le=3600, description="a writer renews the lease of its half-written version every third "
         "of this; a replica that stopped renewing this long is taken for dead and its version is swept")
+    vector_first_read_wait_s: float = Field(
+        default=90.0, gt=0, le=3600, description="a process's first read of an on-disk vector store waits this long "
+        "for another process's save (a large index rebuilds in a minute); then searches use keywords only")
+    vector_read_wait_s: float = Field(
+        default=10.0, gt=0, le=3600, description="a process that already read the on-disk vector store waits this "
+        "long for another process's save before it searches by keywords only")
     collection: str = "ragkit"
     hnsw_max_neighbors: int = Field(
         default=32, ge=8, le=128,

@@ -35,7 +35,7 @@ So in this module:
   older copy over them;
 - every read and every write holds the lock, on a client that has caught up with every
   other process's writes (the vector generation says when one happened). A read waits for
-  another process's save at most ``READ_WAIT_S`` (``FIRST_READ_WAIT_S`` for a first read),
+  another process's save at most ``vector_read_wait_s`` (``vector_first_read_wait_s`` for a first read),
   then raises ``VectorStoreBusy``: searches use keywords only until the save is over.
 
 ``unreachable`` checks sampled vectors the way a user would notice: each one's own vector
@@ -45,6 +45,7 @@ every vector and rebuilds the index from the vectors it can still read).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -67,12 +68,6 @@ PAGE_SIZE = 2000  # rows per Chroma get() when scanning the whole collection
 WRITE_BATCH = 1000
 SAME_VECTOR = 1e-4  # a cosine distance this small means an identical vector (a duplicate passage)
 DEEPER_PROBE = 8  # a vector a search for itself missed is looked for again among this many times the results
-# A process's first read waits this long for another process's save (a group of files
-# takes seconds, rebuilding a large index a minute); then searches use keywords only.
-FIRST_READ_WAIT_S = 90.0
-# A process that already caught up waits this long for a save before it searches by
-# keywords only (a group of files is saved in seconds).
-READ_WAIT_S = 10.0
 REFUSAL_PROBE_TIMEOUT_S = 5.0  # asking the Chroma server again whether it refuses ragkit's token
 
 
@@ -304,12 +299,19 @@ class VectorStore:
                     self.generation = self._announce()
         return True
 
-    def _index_files(self) -> dict[str, tuple[int, int]]:
-        """Size and change time of each index file (not Chroma's database), to tell a save."""
+    def _index_files(self) -> dict[str, tuple[int, str]]:
+        """Size and content digest of each index file, to tell a catch-up that changed the
+        index from one that only saved it again. (A first read rewrites every file; of them,
+        length.bin differs at each save even when the log held nothing, so it is left out.)"""
         if self.read_only or not self.folder.is_dir():
             return {}
-        return {str(path): (stat.st_size, stat.st_mtime_ns) for path in self.folder.glob("*/*")
-                if (stat := path.stat())}
+        fingerprints = {}
+        for path in sorted(self.folder.glob("*/*.bin")):
+            if path.name == "length.bin":
+                continue
+            with path.open("rb") as file:
+                fingerprints[str(path)] = (path.stat().st_size, hashlib.file_digest(file, "blake2b").hexdigest())
+        return fingerprints
 
     def reopen_later(self) -> None:
         """Make the next ``refresh`` open a new client (after a write failed half-way, the
@@ -339,9 +341,9 @@ class VectorStore:
         """Before a write (the caller holds the write lock): catch up first."""
         if self._caught_up:
             return
-        timeout = None if self.lock.held_here else FIRST_READ_WAIT_S
-        if not self.refresh(wait=True, timeout=timeout):
-            raise self._busy(FIRST_READ_WAIT_S)
+        first_wait = self.settings.vector_first_read_wait_s
+        if not self.refresh(wait=True, timeout=None if self.lock.held_here else first_wait):
+            raise self._busy(first_wait)
 
     def _busy(self, waited: float) -> VectorStoreBusy:
         return VectorStoreBusy(f"another process has been saving to {self.where} for "
@@ -354,13 +356,13 @@ class VectorStore:
         read of embedded Chroma applies what is in its log, so a read beside another
         process's write applies that writer's batch to this process's copy, and crashed).
         Yields False when ``wait`` is False and another process holds the lock; with ``wait``
-        raises VectorStoreBusy once it waited ``FIRST_READ_WAIT_S`` (``READ_WAIT_S`` for a
+        raises VectorStoreBusy once it waited ``vector_first_read_wait_s`` (``vector_read_wait_s`` for a
         client that already caught up)."""
         if self.remote:
             self.refresh()
             yield True
             return
-        waited = READ_WAIT_S if self._caught_up else FIRST_READ_WAIT_S
+        waited = self.settings.vector_read_wait_s if self._caught_up else self.settings.vector_first_read_wait_s
         with self.lock.hold(wait=wait, timeout=None if self.lock.held_here else waited) as held:
             if held:
                 self.refresh()

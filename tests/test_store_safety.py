@@ -355,17 +355,29 @@ def test_a_process_opens_the_vector_store_only_under_the_write_lock(data_dir, tm
     kb.close()
 
 
-def test_a_search_while_another_process_saves_waits_for_it_then_answers_by_keywords(data_dir, tmp_path,
-                                                                                    monkeypatch):
+def test_a_process_whose_first_read_changed_nothing_does_not_make_the_others_reopen(data_dir, tmp_path):
+    """Every first read saves Chroma's index files again; only one that changed what they
+    hold is announced, or two long-running processes would re-open each other's index at
+    every search."""
+    kb = open_kb(data_dir)
+    kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(40, "owl")))
+    assert kb.search("owl keeper storm") and kb.retriever.dense_error == ""
+    generation = kb.catalog.vector_generation
+    assert "documents 1" in Worker(data_dir, "open").finish()  # its first read checks the vectors
+    assert kb.catalog.vector_generation == generation
+    assert kb.search("owl keeper storm") and kb.store.generation == generation  # nothing re-opened
+    kb.close()
+
+
+def test_a_search_while_another_process_saves_waits_for_it_then_answers_by_keywords(data_dir, tmp_path):
     """A read of embedded Chroma beside another process's save crashed the reader (SIGSEGV
     in its query), even on a client that had caught up before the save began."""
-    from ragkit import vectors
     from ragkit.writelock import WriteLock
 
     kb = open_kb(data_dir)
     kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(40, "owl")))
     assert kb.search("owl keeper storm") and kb.retriever.dense_error == ""
-    monkeypatch.setattr(vectors, "READ_WAIT_S", 0.2)
+    kb.store.settings = kb.store.settings.model_copy(update={"vector_read_wait_s": 0.2})
     with WriteLock(data_dir / "write.lock").hold():  # as another process saving holds it
         assert kb.search("owl keeper storm number 7")  # keywords still answer
         assert "keywords only" in kb.retriever.dense_error  # no vector was read beside the save
