@@ -210,6 +210,9 @@ class Settings(BaseSettings):
         default=340, ge=20, description="longest offline answer in Chinese, in characters (its mean is far shorter: "
         "further sentences must add to the answer, see extractive.Weights)")
     extractive_chars_latin: int = Field(default=340, ge=40)
+    extractive_alone_share_latin: float = Field(
+        default=0.75, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
+        "asked (a date, a number, a name) is quoted alone when no other scores this share of it (0: never)")
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
     grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")

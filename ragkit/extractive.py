@@ -377,7 +377,25 @@ def extractive_answer(
             + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
         )
     chosen = _select(candidates, budget, set(question_tokens), weights)
+    if not cjk:
+        chosen = _alone_when_clear(chosen, candidates, settings.extractive_alone_share_latin)
     return _compose(chosen, sources, cjk)
+
+
+def _alone_when_clear(chosen: list[tuple[Candidate, str]], candidates: list[Candidate],
+                      share: float) -> list[tuple[Candidate, str]]:
+    """Only the best sentence, when it holds a thing of the kind the question asks for, no
+    other candidate scores ``share`` of its score and no quote is ``linked`` with it (the
+    next link of a chain): the sentences after it would only fill the budget ("When was the
+    Kroc Institute founded?" is answered by "It was founded in 1986", not by that and a
+    sentence on the institute's programmes)."""
+    if not share or not chosen:
+        return chosen
+    best = chosen[0][0]
+    clear = all(other is best or other.score < share * best.score for other in candidates)
+    if not best.answer_spans or not clear or any(linked(best, other) for other, _ in chosen[1:]):
+        return chosen
+    return [pair for pair in chosen if pair[0] is best]
 
 
 def _select(
