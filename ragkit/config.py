@@ -213,6 +213,9 @@ class Settings(BaseSettings):
     extractive_clause_cuts_latin: bool = Field(
         default=False, description="English offline answers: an over-long sentence is cut at clause borders, not to a "
         "fixed-width window (squad --answers at 260 characters 0.762 -> 0.799, at 340 0.829 -> 0.825)")
+    extractive_pooled_share_latin: float = Field(
+        default=0.75, ge=0, le=1, description="English offline answers: share of the similarity of a sentence of the "
+        "top passage's document read from its stored vector (pooled at ingest), the rest from the sentence alone")
     extractive_alone_share_latin: float = Field(
         default=0.75, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
         "asked (a date, a number, a name) is quoted alone when no other scores this share of it (0: never)")

@@ -319,6 +319,28 @@ def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable
             candidate.semantic = floor
 
 
+def stored_similarity(question: str, candidates: list[Candidate], hits: list[Hit], embed: Callable,
+                      sentence_vectors: Callable, share: float) -> None:
+    """Mix into the similarity of each sentence of the top passage's document ``share`` of its
+    stored vector's (pooled at ingest from the passage's token vectors, so it reads the sentence
+    in its passage: "It was founded in 1986" knows what "it" is). Only there: a pooled vector
+    carries its passage's subject, which helps pick the sentence of the best passage that
+    answers, but would pull a chain's answer (in a document about the bridge entity) below
+    sentences about the question's own subject."""
+    top = hits[0].doc_id if hits else None
+    ids = [hit.id for hit in hits if hit.doc_id == top and hit.parent is None]
+    if not share or not ids:
+        return
+    stored = sentence_vectors(ids)
+    query = embed([question])[0]
+    for candidate in candidates:
+        hit = hits[candidate.source_index]
+        rows = stored.get(hit.id) if hit.doc_id == top and hit.parent is None else None
+        if rows is None or len(rows) != len(split_sentences(hit.passage.text)) or not rows[candidate.order].any():
+            continue
+        candidate.semantic = (1 - share) * candidate.semantic + share * float(rows[candidate.order] @ query)
+
+
 def _fit(text: str, budget: int, question_tokens: set[str], answer_spans: list | None = None,
          score: Callable[[str], float] | None = None) -> str:
     """Cut a sentence longer than the budget: with ``score`` (the question's word share of a
@@ -351,6 +373,7 @@ def extractive_answer(
     embed: Callable | None = None,
     idf: dict[str, float] | None = None,
     asked: str | None = None,
+    sentence_vectors: Callable | None = None,
 ) -> ExtractiveAnswer:
     """Answer by quoting the best sentences of ``hits`` with [n] markers.
 
@@ -358,7 +381,9 @@ def extractive_answer(
     sentences are then matched on its own words ("What about its height?": height), not
     on the subject the rewrite added, which every retrieved sentence shares anyway.
     ``embed`` turns texts into unit vectors (``KnowledgeBase.embed_sentences``); without
-    it, sentences are scored by their words only."""
+    it, sentences are scored by their words only. ``sentence_vectors`` gives the stored vectors of
+    passages' sentences by passage id (``PassageRetriever.sentence_vectors``): in English, those of
+    the top passage's document are read too (``stored_similarity``)."""
     cjk = is_cjk_text(question) or (not question.strip() and bool(hits) and is_cjk_text(hits[0].text))
     sources = sources_from_hits(hits)
     if not hits:
@@ -373,6 +398,9 @@ def extractive_answer(
     _lexical_scores(candidates, scorer, weights.carry)
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
+        if not cjk and embed is not None and sentence_vectors is not None:
+            stored_similarity(question, candidates, hits, embed, sentence_vectors,
+                              settings.extractive_pooled_share_latin)
     _mark_answer_spans(question, candidates)
     document_rank = {}
     for index, hit in enumerate(hits):
