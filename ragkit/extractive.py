@@ -344,13 +344,13 @@ def stored_similarity(question: str, candidates: list[Candidate], hits: list[Hit
 def _fit(text: str, budget: int, question_tokens: set[str], answer_spans: list | None = None,
          score: Callable[[str], float] | None = None) -> str:
     """Cut a sentence longer than the budget: with ``score`` (the question's word share of a
-    text; English), to its best clauses (``clauses.clause_window``); otherwise, or when no
-    clause fits, to the window with most question words, where a part of the kind the question
-    asks for (a date, a name) counts as two of them, so the window keeps the answer rather than
-    only the words that repeat the question."""
+    text; English) and a sentence not in Chinese, to its best clauses (``clauses.clause_window``);
+    otherwise, or when no clause fits, to the window with most question words, where a part of
+    the kind the question asks for (a date, a name) counts as two of them, so the window keeps
+    the answer rather than only the words that repeat the question."""
     if len(text) <= budget:
         return text
-    cut = clause_window(text, budget, score, answer_spans) if score is not None else None
+    cut = clause_window(text, budget, score, answer_spans) if score is not None and not is_cjk_text(text) else None
     if cut is not None:
         return cut
     best_start, best_hits = 0, -1
