@@ -32,6 +32,18 @@ from ragkit.config import Settings
 SEEDS = (1, 2, 3)
 
 
+def _recorder(original, seen: list[dict]):
+    """``original`` (the answerer) wrapped to append each call's inputs and answer to ``seen``."""
+
+    def extractive_answer(question, hits, settings, embed=None, idf=None, asked=None, **more):
+        answer = original(question, hits, settings, embed, idf, asked, **more)
+        seen.append({"question": question, "hits": list(hits), "idf": dict(idf or {}), "asked": asked,
+                     "answer": answer.text})
+        return answer
+
+    return extractive_answer
+
+
 def record(path: str, out: str) -> None:
     """Ask every question as ``eval --answers`` does, keeping the answerer's inputs."""
     from ragkit.eval import EvalBase, read_squad
@@ -42,12 +54,7 @@ def record(path: str, out: str) -> None:
     seen: list[dict] = []
     original = answering.extractive_answer
 
-    def extractive_answer(question, hits, settings, embed=None, idf=None, asked=None):
-        answer = original(question, hits, settings, embed, idf, asked)
-        seen.append({"question": question, "hits": list(hits), "idf": dict(idf or {}), "asked": asked,
-                     "answer": answer.text})
-        return answer
-
+    extractive_answer = _recorder(original, seen)
     answering.extractive_answer = extractive_answer
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragkit-replay-") as tmp:
@@ -75,12 +82,7 @@ def record_multihop(path: str, out: str, mode: str = "default") -> None:
     seen: list[dict] = []
     original = answering.extractive_answer
 
-    def extractive_answer(question, hits, settings, embed=None, idf=None, asked=None, **more):
-        answer = original(question, hits, settings, embed, idf, asked, **more)
-        seen.append({"question": question, "hits": list(hits), "idf": dict(idf or {}), "asked": asked,
-                     "answer": answer.text})
-        return answer
-
+    extractive_answer = _recorder(original, seen)
     answering.extractive_answer = extractive_answer
     hops.extractive_answer = extractive_answer
     rows = []
