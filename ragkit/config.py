@@ -237,6 +237,15 @@ class Settings(BaseSettings):
         default=340, ge=20, description="longest offline answer in Chinese, in characters (its mean is far shorter: "
         "further sentences must add to the answer, see extractive.Weights)")
     extractive_chars_latin: int = Field(default=340, ge=40)
+    extractive_clause_cuts_latin: bool = Field(
+        default=True, description="English offline answers: an over-long sentence is cut at clause borders, not to a "
+        "fixed-width window, mid-word (squad --answers replayed at 340: 0.848/308 -> 0.848/300 chars)")
+    extractive_pooled_share_latin: float = Field(
+        default=0.75, ge=0, le=1, description="English offline answers: share of the similarity of a sentence of the "
+        "top passage's document read from its stored vector (pooled at ingest), the rest from the sentence alone")
+    extractive_alone_share_latin: float = Field(
+        default=0.75, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
+        "asked (a date, a number, a name) is quoted alone when no other scores this share of it (0: never)")
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
     grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from .answer_types import answer_type, typed_spans
 from .citations import Source, sources_from_hits
+from .clauses import clause_window
 from .config import Settings
 from .passages import Hit
 from .text import (
@@ -92,6 +93,7 @@ class Weights:
     previous_when_connected: bool = False  # the best sentence opening with a connective brings the one before it
     continue_clauses: bool = False  # a quote ending in a clause mark (；：) brings the sentence after it
     announcement_chars: int = 0  # >0: a best sentence this short that only restates the question brings two after it
+    links_first: bool = False  # further sentences ``linked`` with a quote come before the rest, whatever they score
 
 
 SEMANTIC_SHORTLIST = 16
@@ -103,7 +105,11 @@ SEMANTIC_SHORTLIST = 16
 CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True, new_words_only=True, close_share=0.8, close_chars=60,
                       other_document_share=0.5, previous_when_connected=True, continue_clauses=True,
                       announcement_chars=40)
-LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6, local_rarity=True, carry=0.5)
+# links_first: multihop_synthetic --multihop --mode default answer_contains 0.476 -> 0.548 (English bridges 0.393 ->
+# 0.500: 3 gained, none lost; the bridge's answer sentence came after other documents' runners-up and lost the budget
+# to them), squad_notre_dame --answers unchanged (0.829 / 305.7 chars; replayed, scripts/answer_replay.py).
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6, local_rarity=True, carry=0.5,
+                        links_first=True)
 MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
@@ -313,12 +319,40 @@ def _semantic_scores(question: str, candidates: list[Candidate], embed: Callable
             candidate.semantic = floor
 
 
-def _fit(text: str, budget: int, question_tokens: set[str], answer_spans: list | None = None) -> str:
-    """Cut a sentence longer than the budget to the window with most question words; a
-    part of the kind the question asks for (a date, a name) counts as two of them, so the
-    window keeps the answer rather than only the words that repeat the question."""
+def stored_similarity(question: str, candidates: list[Candidate], hits: list[Hit], embed: Callable,
+                      sentence_vectors: Callable, share: float) -> None:
+    """Mix into the similarity of each sentence of the top passage's document ``share`` of its
+    stored vector's (pooled at ingest from the passage's token vectors, so it reads the sentence
+    in its passage: "It was founded in 1986" knows what "it" is). Only there: a pooled vector
+    carries its passage's subject, which helps pick the sentence of the best passage that
+    answers, but would pull a chain's answer (in a document about the bridge entity) below
+    sentences about the question's own subject."""
+    top = hits[0].doc_id if hits else None
+    ids = [hit.id for hit in hits if hit.doc_id == top and hit.parent is None]
+    if not share or not ids:
+        return
+    stored = sentence_vectors(ids)
+    query = embed([question])[0]
+    for candidate in candidates:
+        hit = hits[candidate.source_index]
+        rows = stored.get(hit.id) if hit.doc_id == top and hit.parent is None else None
+        if rows is None or len(rows) != len(split_sentences(hit.passage.text)) or not rows[candidate.order].any():
+            continue
+        candidate.semantic = (1 - share) * candidate.semantic + share * float(rows[candidate.order] @ query)
+
+
+def _fit(text: str, budget: int, question_tokens: set[str], answer_spans: list | None = None,
+         score: Callable[[str], float] | None = None) -> str:
+    """Cut a sentence longer than the budget: with ``score`` (the question's word share of a
+    text; English) and a sentence not in Chinese, to its best clauses (``clauses.clause_window``);
+    otherwise, or when no clause fits, to the window with most question words, where a part of
+    the kind the question asks for (a date, a name) counts as two of them, so the window keeps
+    the answer rather than only the words that repeat the question."""
     if len(text) <= budget:
         return text
+    cut = clause_window(text, budget, score, answer_spans) if score is not None and not is_cjk_text(text) else None
+    if cut is not None:
+        return cut
     best_start, best_hits = 0, -1
     step = max(1, budget // 8)
     for start in range(0, len(text) - budget + step, step):
@@ -339,6 +373,7 @@ def extractive_answer(
     embed: Callable | None = None,
     idf: dict[str, float] | None = None,
     asked: str | None = None,
+    sentence_vectors: Callable | None = None,
 ) -> ExtractiveAnswer:
     """Answer by quoting the best sentences of ``hits`` with [n] markers.
 
@@ -346,7 +381,9 @@ def extractive_answer(
     sentences are then matched on its own words ("What about its height?": height), not
     on the subject the rewrite added, which every retrieved sentence shares anyway.
     ``embed`` turns texts into unit vectors (``KnowledgeBase.embed_sentences``); without
-    it, sentences are scored by their words only."""
+    it, sentences are scored by their words only. ``sentence_vectors`` gives the stored vectors of
+    passages' sentences by passage id (``PassageRetriever.sentence_vectors``): in English, those of
+    the top passage's document are read too (``stored_similarity``)."""
     cjk = is_cjk_text(question) or (not question.strip() and bool(hits) and is_cjk_text(hits[0].text))
     sources = sources_from_hits(hits)
     if not hits:
@@ -361,6 +398,9 @@ def extractive_answer(
     _lexical_scores(candidates, scorer, weights.carry)
     if weights.semantic:
         _semantic_scores(question, candidates, embed, SEMANTIC_SHORTLIST)
+        if not cjk and embed is not None and sentence_vectors is not None:
+            stored_similarity(question, candidates, hits, embed, sentence_vectors,
+                              settings.extractive_pooled_share_latin)
     _mark_answer_spans(question, candidates)
     document_rank = {}
     for index, hit in enumerate(hits):
@@ -376,16 +416,37 @@ def extractive_answer(
             + weights.document_opening * opening
             + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
         )
-    chosen = _select(candidates, budget, set(question_tokens), weights)
+    cut_by = scorer if not cjk and settings.extractive_clause_cuts_latin else None
+    chosen = _select(candidates, budget, set(question_tokens), weights, cut_by)
+    if not cjk:
+        chosen = _alone_when_clear(chosen, candidates, settings.extractive_alone_share_latin)
     return _compose(chosen, sources, cjk)
 
 
+def _alone_when_clear(chosen: list[tuple[Candidate, str]], candidates: list[Candidate],
+                      share: float) -> list[tuple[Candidate, str]]:
+    """Only the best sentence, when it holds a thing of the kind the question asks for, no
+    other candidate scores ``share`` of its score and no quote is ``linked`` with it (the
+    next link of a chain): the sentences after it would only fill the budget ("When was the
+    Kroc Institute founded?" is answered by "It was founded in 1986", not by that and a
+    sentence on the institute's programmes)."""
+    if not share or not chosen:
+        return chosen
+    best = chosen[0][0]
+    clear = all(other is best or other.score < share * best.score for other in candidates)
+    if not best.answer_spans or not clear or any(linked(best, other) for other, _ in chosen[1:]):
+        return chosen
+    return [pair for pair in chosen if pair[0] is best]
+
+
 def _select(
-    candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights
+    candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights,
+    score: Callable[[str], float] | None = None,
 ) -> list[tuple[Candidate, str]]:
     """Best sentences first while they fit; the best one may bring the sentence after it. A
     sentence passed over as adding nothing (``adds_to``) is quoted after all once a sentence
-    it is ``linked`` with is: the answer's next link, whatever it repeats."""
+    it is ``linked`` with is: the answer's next link, whatever it repeats. An over-long one is
+    cut (``_fit``, at clause borders by ``score`` when given)."""
     ranked = sorted(candidates, key=lambda c: -c.score)
     chosen: list[tuple[Candidate, str]] = []
     waiting: list[Candidate] = []
@@ -414,16 +475,24 @@ def _select(
         if len(candidate.text) <= room:
             take(candidate, candidate.text)
         elif weights.split_budget and room >= MIN_WINDOW:
-            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans, score))
         else:
             return
         for other in [w for w in waiting if linked(w, candidate)]:
             waiting.remove(other)
             take_further(other)
 
-    for candidate in ranked:
+    position = 0
+    while position < len(ranked):
+        if chosen and weights.links_first:  # the next links of the answer's chain before the runners-up
+            rest = ranked[position:]
+            links = [c for c in rest if any(linked(c, other) for other, _ in chosen)]
+            ranked[position:] = links + [c for c in rest if all(c is not link for link in links)]
+        candidate = ranked[position]
+        position += 1
         room = room_for(candidate)
-        if chosen and (room < 12 or candidate.score < weights.keep_ratio * chosen[0][0].score):
+        next_link = bool(chosen) and weights.links_first and any(linked(candidate, other) for other, _ in chosen)
+        if chosen and (room < 12 or (candidate.score < weights.keep_ratio * chosen[0][0].score and not next_link)):
             break
         if quoted(candidate):
             continue
@@ -436,7 +505,7 @@ def _select(
             if weights.split_budget and runner_up is not None and \
                     runner_up.score >= weights.keep_ratio * candidate.score:
                 room = min(room, int(budget * weights.split_budget))  # leave room for the runner-up
-            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans))
+            take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans, score))
             if weights.previous_when_connected and connects_back(candidate.text):
                 previous = _sentence_at(candidates, candidate, -1)
                 if fits_whole(previous):

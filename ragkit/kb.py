@@ -47,7 +47,7 @@ from .originals import OriginalStore
 from .passages import Hit, Passage
 from .people import check_editor
 from .retrieval import Retriever, SearchFilters, allowed_documents
-from .sentence_vectors import mark_stored, reindex_advice
+from .sentence_vectors import mark_stored, reindex_advice, vectors_current
 from .tags import checked_tags
 from .text import TOKENIZER_VERSION, index_tokens, search_tokens
 from .vectors import VectorStore
@@ -495,6 +495,11 @@ class KnowledgeBase:
         """Vectors of short texts (a question, candidate sentences), each computed once and
         remembered: grading the evidence and quoting from it compare the same sentences."""
         return self.embedder.embed_remembered(texts)
+
+    def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of each passage's sentences by passage id (pooled at ingest); none
+        when the store keeps none made under today's sentence splitter."""
+        return self.catalog.sentence_vectors(list(ids)) if vectors_current(self.catalog) else {}
 
     def close(self) -> None:
         """Save the lexical snapshot and release the catalog."""

@@ -75,7 +75,8 @@ def test_the_graph_reaches_passages_only_through_the_retriever_protocol():
         assert not imported & {"kb", "ragkit.kb", "chat", "ragkit.chat"}, path.name
     protocol = {name for name, value in vars(PassageRetriever).items()
                 if inspect.isfunction(value) and not name.startswith("_")}
-    assert protocol == {"search", "search_document", "idf", "indexed_passages", "embed_sentences", "document_titles"}
+    assert protocol == {"search", "search_document", "idf", "indexed_passages", "embed_sentences", "document_titles",
+                        "sentence_vectors"}
     assert all(callable(getattr(KnowledgeBase, name, None)) for name in protocol)
 
 

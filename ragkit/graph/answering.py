@@ -45,7 +45,8 @@ def extract(state: RagState, runtime: Runtime[RagContext]) -> dict:
     question = state.standalone_question
     asked = state.question if question != state.question else None
     answer = extractive_answer(question, state.hits, context.settings, context.passages.embed_sentences,
-                               context.passages.idf(question), asked=asked)
+                               context.passages.idf(question), asked=asked,
+                               sentence_vectors=context.passages.sentence_vectors)
     runtime.stream_writer(events.sources(answer.sources, True))
     for piece in pieces_of(answer.text):
         runtime.stream_writer(events.token(piece))

@@ -41,6 +41,11 @@ class PassageRetriever(Protocol):
         remembered, so grading and quoting the same sentences embed them once."""
         ...
 
+    def sentence_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of each passage's sentences by passage id (pooled at ingest, see
+        ``ragkit.sentence_vectors``); passages without current ones are left out."""
+        ...
+
     def document_titles(self, filters: SearchFilters | None = None) -> dict[str, str]:
         """Every title → id of the documents ``filters`` admit: agentic mode follows a passage
         that names another document to that document (``decompose.mentioned_titles``), never
