@@ -4,6 +4,11 @@ A chunk is a contiguous slice ``page_text[start:end]`` made of whole sentences
 (Chinese 。！？； or English .!?), preferring paragraph breaks, with an overlap of whole
 trailing sentences carried into the next chunk. A sentence longer than the budget is
 cut into token windows. Offsets always index the page text exactly.
+
+A Markdown heading line (which the loaders also write for the headings of HTML, DOCX and
+PDF files) starts a new chunk once the current one holds text, and no overlap is carried
+across it: a chunk never runs from one section into the next, so its section path names
+all of it. Headings with nothing between them stay together with the text that follows.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import re
 from dataclasses import dataclass
 
 from .text import Span, count_tokens, split_paragraphs, split_sentences, token_encoding
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class _Unit:
     span: Span
     tokens: int
     starts_paragraph: bool
+    heading: bool = False  # a Markdown heading line: a section starts here
 
 
 def _hard_split(span: Span, max_tokens: int) -> list[Span]:
@@ -61,7 +69,7 @@ def _units(page_text: str, max_tokens: int) -> list[_Unit]:
             pieces = [absolute] if tokens <= max_tokens else _hard_split(absolute, max_tokens)
             for piece in pieces:
                 piece_tokens = tokens if len(pieces) == 1 else count_tokens(piece.text)
-                units.append(_Unit(piece, piece_tokens, first))
+                units.append(_Unit(piece, piece_tokens, first, bool(_HEADING.fullmatch(piece.text))))
                 first = False
     return units
 
@@ -74,9 +82,10 @@ def _pack(units: list[_Unit], max_tokens: int, overlap_tokens: int) -> list[list
     fresh = 0  # units in `current` that are not overlap
     for unit in units:
         paragraph_break = unit.starts_paragraph and used >= 0.6 * max_tokens
-        if current and fresh and (used + unit.tokens > max_tokens or paragraph_break):
+        section_break = unit.heading and any(not u.heading for u in current[-fresh:] if fresh)
+        if current and fresh and (used + unit.tokens > max_tokens or paragraph_break or section_break):
             groups.append(current)
-            current = _overlap_tail(current, overlap_tokens, max_tokens - unit.tokens)
+            current = [] if unit.heading else _overlap_tail(current, overlap_tokens, max_tokens - unit.tokens)
             used = sum(u.tokens for u in current)
             fresh = 0
         current.append(unit)
@@ -109,13 +118,11 @@ def chunk_pages(pages: list[str], max_tokens: int = 256, overlap_tokens: int = 4
     return chunks
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$", re.MULTILINE)
-
-
 def section_paths(pages: list[str], chunks: list[Chunk]) -> list[str]:
     """Each chunk's section path ("Annual Review > Staff"): the Markdown headings (``#`` to
     ``######``, which the loaders write for the headings of HTML, DOCX and PDF files) in
-    force where the chunk starts, outermost first; "" where there is none."""
+    force where the chunk starts (a chunk holds one section: see the module docstring),
+    outermost first; "" where there is none."""
     headings_by_page = [[(m.start(), len(m.group(1)), m.group(2).strip()) for m in _HEADING.finditer(page)]
                         for page in pages]
     paths = []
@@ -125,9 +132,20 @@ def section_paths(pages: list[str], chunks: list[Chunk]) -> list[str]:
         if chunk.page != page_seen:
             carried = _path_at(headings_by_page[page_seen - 1], 10**9, carried) if page_seen else []
             page_seen = chunk.page
-        stack = _path_at(headings_by_page[chunk.page - 1], chunk.start + 1, carried)
+        stack = _path_at(headings_by_page[chunk.page - 1], chunk.start + _body_offset(chunk.text) + 1, carried)
         paths.append(" > ".join(title for _, title in stack))
     return paths
+
+
+def _body_offset(text: str) -> int:
+    """Where ``text``'s first line that is not a heading starts (a chunk opening with
+    "# Review" then "## Overview" is in Overview): 0 when it opens with text."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not _HEADING.fullmatch(line.strip()):
+            return offset
+        offset += len(line)
+    return 0
 
 
 def _path_at(headings: list[tuple[int, int, str]], position: int,

@@ -256,8 +256,22 @@ def continues_after_abbreviation(text: str, match: re.Match) -> bool:
     return False
 
 
+_HEADING_LINE = re.compile(r"#{1,6}[ \t]")
+HEADING_REACH = 300  # a line longer than this is not taken for a heading (bounds the look back)
+
+
+def _in_heading(text: str, position: int) -> bool:
+    """True when ``position`` is on a Markdown heading line ("## 1. Introduction")."""
+    reach = max(0, position - HEADING_REACH)
+    newline = text.rfind("\n", reach, position)
+    if newline < 0 and reach > 0:
+        return False
+    return bool(_HEADING_LINE.match(text, newline + 1))
+
+
 def split_sentences(text: str) -> list[Span]:
     """Split into sentences (Chinese 。！？； and English .!?, and line breaks), with offsets.
+    A Markdown heading line is one sentence whatever marks it holds.
 
     A mark inside a bracket opened in the same sentence, with a closing bracket within
     BRACKET_REACH characters (an aside, as in "萱侬律(又名：「东芭乐园」；泰文：…)"), does
@@ -282,6 +296,8 @@ def split_sentences(text: str) -> list[Span]:
                 following = bisect_left(closings, position)
                 if following < len(closings) and closings[following] < position + BRACKET_REACH:
                     continue
+            if _in_heading(text, position):
+                continue  # a heading ("## 1. Introduction") is one sentence: its line break ends it
         end = match.end()
         _append_stripped(spans, text, start, end)
         start = scanned = end

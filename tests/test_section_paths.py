@@ -1,5 +1,5 @@
-"""Section paths: each passage keeps the headings in force where it starts ("Handbook > Safety >
-Fire exits"), from real Markdown and DOCX files through the real store to the hit, the numbered
+"""Section paths: each passage keeps the headings it stands under ("Handbook > Safety >
+Fire exits"; a passage never runs from one section into the next), from real Markdown and DOCX files through the real store to the hit, the numbered
 source, the exported conversation and a repaired catalog; stores from before keep working."""
 
 from __future__ import annotations
@@ -65,7 +65,45 @@ def test_a_docx_table_row_carries_its_heading(kb):
     kb.ingest(FIXTURES / "handbook.docx")
     hit = kb.search("How much do the nebula noodles cost?", k=1)[0]
     assert "Nebula noodles" in hit.text
-    assert hit.section == "Orbital Kitchen handbook"  # the whole short file is one passage, under its title
+    assert hit.section == "Orbital Kitchen handbook > Opening hours"  # the heading the table is under
+
+
+HALCYON_MD = """# Halcyon Station Annual Review
+
+## Overview
+
+Halcyon Station is a research base on Jan Mayen. Its director is Dr.
+Ingrid Solberg, who joined in 2019.
+
+## Equipment
+
+The main radar (serial code HX-4471-QZ) was upgraded to firmware v2.1 in 2024.
+
+## Staff
+
+The station has 23 permanent staff and up to 40 in summer.
+"""
+
+
+def test_a_short_file_with_sections_is_a_passage_per_section_named_by_its_heading():
+    """Before, the whole small file was one passage under its title, so the source panel
+    named no section, and a passage found for "staff" quoted the overview first."""
+    from ragkit.chunking import chunk_pages, section_paths
+
+    chunks = chunk_pages([HALCYON_MD], max_tokens=256, overlap_tokens=48)
+    assert section_paths([HALCYON_MD], chunks) == ["Halcyon Station Annual Review > Overview",
+                                                   "Halcyon Station Annual Review > Equipment",
+                                                   "Halcyon Station Annual Review > Staff"]
+    assert chunks[0].text.startswith("# Halcyon Station Annual Review\n\n## Overview")  # headings stay together
+    assert "Ingrid Solberg" not in chunks[1].text, "no overlap is carried across a heading"
+
+
+def test_a_heading_is_one_sentence_whatever_marks_it_holds():
+    from ragkit.text import split_sentences
+
+    text = "## 1. Introduction\nThe survey began in May. It ended in June.\n## 第一章 总则。\n正文。"
+    assert [s.text for s in split_sentences(text)] == [
+        "## 1. Introduction", "The survey began in May.", "It ended in June.", "## 第一章 总则。", "正文。"]
 
 
 def test_a_plain_text_file_has_no_section(kb):
