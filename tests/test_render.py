@@ -167,6 +167,15 @@ def test_highlight_marks_whole_question_words_in_both_languages(monkeypatch):
     assert match_spans("anything", "？？") == []
 
 
+def test_highlight_finds_a_code_or_word_written_inside_chinese_text():
+    """Chinese puts no space around a Latin code ("型号为BC-X300，"): the code is still marked,
+    and the mark stops where the code does, not at the next Chinese character."""
+    text = "公司的旗舰产品型号为BC-X300采用v2.1版本固件。"
+    assert [text[a:b] for a, b in match_spans(text, "BC-X300")] == ["BC-X300"]
+    assert [text[a:b] for a, b in match_spans(text, "v2.1")] == ["v2.1"]
+    assert match_spans("the ABC-X300 unit", "BC-X300") == [], "never inside a longer Latin word"
+
+
 def test_the_library_never_writes_streamlit_markup():
     assert not (REPO / "ragkit" / "webapp.py").exists()
     for path in (REPO / "ragkit").rglob("*.py"):
