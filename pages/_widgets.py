@@ -49,7 +49,8 @@ JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"
 _SPACES = re.compile(r"\s+")
-_TITLES = frozenset("dr mr mrs ms prof sir rev fr st".split())  # a title before a name is not the answer
+# a title before a name ("Dr." of "Dr. Amelia Hart") is not the answer
+_TITLES = frozenset("dr mr mrs ms prof sir rev fr st capt col gen lt".split())
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines also splits at
 
 
@@ -88,7 +89,9 @@ def _answering_sentences(text: str, question: str, topic: str) -> list:
     shares = [len(match_spans(sentence.text, asked)) if asked else 0 for sentence in sentences]
     if not any(shares):
         shares = [len(match_spans(sentence.text, question)) for sentence in sentences]
-    return [sentence for sentence, share in zip(sentences, shares) if share == max(shares, default=0)]
+    if not any(shares):  # a passage that shares no word with the question: nothing in it answers
+        return []
+    return [sentence for sentence, share in zip(sentences, shares) if share == max(shares)]
 
 
 def _answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, int]]:
