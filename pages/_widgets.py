@@ -100,6 +100,7 @@ def _answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, 
     (see _answering_sentences; not every number nearby), and never a capitalised month taken
     for a name ("first lit on 2 November"), nor a title alone ("led by Dr.")."""
     kind = answer_type(question)
+    text = text.replace("…", ".")  # a quote's parts are sentences: "… Routine checks" opens one (not a name)
     spans = typed_spans(text, kind, question)
     if kind in (PERSON, PLACE):
         dates = typed_spans(text, DATE, question)

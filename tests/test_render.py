@@ -205,6 +205,9 @@ def test_a_source_marks_the_answer_the_question_asks_for_not_only_its_words(monk
     assert "[**Naval Observatory**]" in where and "[**Dr" not in where, "a title alone is not a place"
     unrelated = quote_markdown("Its director is Dr. Ingrid Solberg.", "Who leads Marlow Observatory?", answer=True)
     assert "green-background" not in unrelated, "a passage sharing no word with the question answers nothing"
+    parts = highlight_markdown("The depot is run by Mr. Paolo Ricci. … Routine checks cover the depot.",
+                               "Who runs the depot?", answer=True)
+    assert "[**Mr\\. Paolo Ricci**]" in parts and "**Routine" not in parts, "a quoted part opens a sentence"
     zh = highlight_markdown("青岚茶园创建于1986年，面积约为320亩。", "青岚茶园是哪一年创建的？", answer=True)
     assert ":green-background[**1986年**]" in zh
     assert "green-background" not in highlight_markdown("opened on 14 March 1998", "when opened")
