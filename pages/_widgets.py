@@ -28,7 +28,7 @@ from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
 from ragkit.render import escape_line, escape_markdown, match_spans, safe_answer_markdown
 from ragkit.service import RagService
-from ragkit.text import is_cjk_text, search_tokens, split_sentences
+from ragkit.text import CJK_CHAR, is_cjk_text, search_tokens, split_sentences
 
 log = logging.getLogger(__name__)
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-loader")
@@ -51,6 +51,7 @@ _APOSTROPHE = "'\u2019"
 _SPACES = re.compile(r"\s+")
 # a title before a name ("Dr." of "Dr. Amelia Hart") is not the answer
 _TITLES = frozenset("dr mr mrs ms prof sir rev fr st capt col gen lt".split())
+_CODE_PART = re.compile(rf"[^\W_{CJK_CHAR}][-/]?$")  # "550" of "CR-550" is part of a code, not a number said
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines also splits at
 
 
@@ -98,14 +99,15 @@ def _answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, 
     """Spans of ``text`` of the kind ``question`` asks for (a name, a date, a number; see
     ragkit.answer_types.typed_spans), sorted and merged: only in the sentences that answer
     (see _answering_sentences; not every number nearby), and never a capitalised month taken
-    for a name ("first lit on 2 November"), nor a title alone ("led by Dr.")."""
+    for a name ("first lit on 2 November"), nor a title alone ("led by Dr."), nor the digits of a
+    code ("CR-550")."""
     kind = answer_type(question)
     text = text.replace("…", ".")  # a quote's parts are sentences: "… Routine checks" opens one (not a name)
     spans = typed_spans(text, kind, question)
     if kind in (PERSON, PLACE):
         dates = typed_spans(text, DATE, question)
         spans = [s for s in spans if not any(d.start <= s.start and s.end <= d.end for d in dates)]
-    spans = [s for s in spans if s.text.rstrip(".").lower() not in _TITLES]
+    spans = [s for s in spans if s.text.rstrip(".").lower() not in _TITLES and not _CODE_PART.search(text[:s.start])]
     best = _answering_sentences(text, question, topic) if spans else []
     spans = [s for s in spans if any(s.start < b.end and b.start < s.end for b in best)]
     merged: list[tuple[int, int]] = []

@@ -208,6 +208,8 @@ def test_a_source_marks_the_answer_the_question_asks_for_not_only_its_words(monk
     parts = highlight_markdown("The depot is run by Mr. Paolo Ricci. … Routine checks cover the depot.",
                                "Who runs the depot?", answer=True)
     assert "[**Mr\\. Paolo Ricci**]" in parts and "**Routine" not in parts, "a quoted part opens a sentence"
+    crane = highlight_markdown("Crane 7 lifts 40 tonnes under rule CR-550.", "How much does Crane 7 lift?", answer=True)
+    assert "[**40**] tonnes" in crane and "**550" not in crane, "a code's digits are not the number asked for"
     zh = highlight_markdown("青岚茶园创建于1986年，面积约为320亩。", "青岚茶园是哪一年创建的？", answer=True)
     assert ":green-background[**1986年**]" in zh
     assert "green-background" not in highlight_markdown("opened on 14 March 1998", "when opened")
