@@ -19,16 +19,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
-from ragkit.answer_types import DATE, PERSON, PLACE, answer_type, typed_spans
 from ragkit.citations import Source, match_strength
 from ragkit.config import load_settings
 from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
 from ragkit.history import HistoryManager, Turn
 from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
+from ragkit.marks import answer_spans
 from ragkit.render import escape_line, escape_markdown, match_spans, safe_answer_markdown
 from ragkit.service import RagService
-from ragkit.text import CJK_CHAR, is_cjk_text, search_tokens, split_sentences
+from ragkit.text import is_cjk_text
 
 log = logging.getLogger(__name__)
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-loader")
@@ -49,9 +49,6 @@ JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"
 _SPACES = re.compile(r"\s+")
-# a title before a name ("Dr." of "Dr. Amelia Hart") is not the answer
-_TITLES = frozenset("dr mr mrs ms prof sir rev fr st capt col gen lt".split())
-_CODE_PART = re.compile(rf"[^\W_{CJK_CHAR}][-/]?$")  # "550" of "CR-550" is part of a code, not a number said
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines also splits at
 
 
@@ -80,49 +77,10 @@ def _whole_word_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int
     return out
 
 
-def _answering_sentences(text: str, question: str, topic: str) -> list:
-    """The sentences of ``text`` that hold most of the question's words, counting only those
-    not in ``topic`` (the document's title: "Halcyon Station" is in every sentence of its
-    review, "director" only in the one that answers "Who is the director of Halcyon Station?")."""
-    sentences = split_sentences(text)
-    named = set(search_tokens(topic, stem=False))
-    asked = " ".join(word for word in search_tokens(question, stem=False) if word not in named)
-    shares = [len(match_spans(sentence.text, asked)) if asked else 0 for sentence in sentences]
-    if not any(shares):
-        shares = [len(match_spans(sentence.text, question)) for sentence in sentences]
-    if not any(shares):  # a passage that shares no word with the question: nothing in it answers
-        return []
-    return [sentence for sentence, share in zip(sentences, shares) if share == max(shares)]
-
-
-def _answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, int]]:
-    """Spans of ``text`` of the kind ``question`` asks for (a name, a date, a number; see
-    ragkit.answer_types.typed_spans), sorted and merged: only in the sentences that answer
-    (see _answering_sentences; not every number nearby), and never a capitalised month taken
-    for a name ("first lit on 2 November"), nor a title alone ("led by Dr."), nor the digits of a
-    code ("CR-550")."""
-    kind = answer_type(question)
-    text = text.replace("…", ".")  # a quote's parts are sentences: "… Routine checks" opens one (not a name)
-    spans = typed_spans(text, kind, question)
-    if kind in (PERSON, PLACE):
-        dates = typed_spans(text, DATE, question)
-        spans = [s for s in spans if not any(d.start <= s.start and s.end <= d.end for d in dates)]
-    spans = [s for s in spans if s.text.rstrip(".").lower() not in _TITLES and not _CODE_PART.search(text[:s.start])]
-    best = _answering_sentences(text, question, topic) if spans else []
-    spans = [s for s in spans if any(s.start < b.end and b.start < s.end for b in best)]
-    merged: list[tuple[int, int]] = []
-    for span in sorted(spans, key=lambda s: (s.start, s.end)):
-        if merged and span.start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(span.end, merged[-1][1]))
-        else:
-            merged.append((span.start, span.end))
-    return merged
-
-
 def _marks(text: str, query: str, answer: bool, topic: str = "") -> list[tuple[int, int, str]]:
     """The highlighted spans of ``text`` with their mark: the answer's (with ``answer``) first,
     then the query's words where they do not overlap an answer span."""
-    found = [(a, b, "answer") for a, b in _whole_word_spans(text, _answer_spans(text, query, topic))] if answer else []
+    found = [(a, b, "answer") for a, b in _whole_word_spans(text, answer_spans(text, query, topic))] if answer else []
     for start, end in _whole_word_spans(text, match_spans(text, query)):
         if not any(start < b and a < end for a, b, _ in found):
             found.append((start, end, "word"))

@@ -215,6 +215,16 @@ def test_a_source_marks_the_answer_the_question_asks_for_not_only_its_words(monk
     assert "green-background" not in highlight_markdown("opened on 14 March 1998", "when opened")
 
 
+def test_the_answer_span_is_found_by_the_library_without_streamlit():
+    """ragkit.marks tells where a cited passage answers; the page only paints it."""
+    from ragkit.marks import answer_spans
+
+    text = "Halcyon Station is a base on Jan Mayen. Its director is Dr. Ingrid Solberg."
+    spans = answer_spans(text, "Who is the director of Halcyon Station?", topic="Halcyon Station Review")
+    assert [text[a:b] for a, b in spans] == ["Dr. Ingrid Solberg"]
+    assert answer_spans(text, "Who leads Marlow Observatory?") == []
+
+
 def test_the_library_never_writes_streamlit_markup():
     assert not (REPO / "ragkit" / "webapp.py").exists()
     for path in (REPO / "ragkit").rglob("*.py"):
