@@ -25,6 +25,7 @@ from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
 from ragkit.history import HistoryManager, Turn
 from ragkit.jobs import IngestJob
 from ragkit.llm import model_status
+from ragkit.marks import answer_spans
 from ragkit.render import escape_line, escape_markdown, match_spans, safe_answer_markdown
 from ragkit.service import RagService
 from ragkit.text import is_cjk_text
@@ -47,6 +48,8 @@ UPLOAD_TYPES_LABEL = "PDF, DOCX, XLSX, PPTX, TXT, MD, HTML, CSV or image (PNG, J
 JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"
+_SPACES = re.compile(r"\s+")
+_LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines also splits at
 
 
 def _in_word(char: str) -> bool:
@@ -74,31 +77,60 @@ def _whole_word_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int
     return out
 
 
-def highlight_markdown(text: str, query: str) -> str:
-    """Escaped text (one line) with the query's words on Streamlit's highlighted background."""
-    text = " ".join(text.split())
-    out, cursor = [], 0
+def _marks(text: str, query: str, answer: bool, topic: str = "") -> list[tuple[int, int, str]]:
+    """The highlighted spans of ``text`` with their mark: the answer's (with ``answer``) first,
+    then the query's words where they do not overlap an answer span."""
+    found = [(a, b, "answer") for a, b in _whole_word_spans(text, answer_spans(text, query, topic))] if answer else []
     for start, end in _whole_word_spans(text, match_spans(text, query)):
-        out.append(escape_line(text[cursor:start]))
-        out.append(f":orange-background[{escape_line(text[start:end])}]")
+        if not any(start < b and a < end for a, b, _ in found):
+            found.append((start, end, "word"))
+    return sorted(found)
+
+
+def _marked_line(line: str, marks: list[tuple[int, int, str]]) -> str:
+    """One line as escaped Markdown with its marks: the answer in bold on green, query words
+    on orange; runs of whitespace read as one space."""
+    out, cursor = [], 0
+    for start, end, mark in marks:
+        out.append(escape_line(_SPACES.sub(" ", line[cursor:start])))
+        piece = escape_line(_SPACES.sub(" ", line[start:end]))
+        out.append(f":green-background[**{piece}**]" if mark == "answer" else f":orange-background[{piece}]")
         cursor = end
-    out.append(escape_line(text[cursor:]))
+    out.append(escape_line(_SPACES.sub(" ", line[cursor:])))
     return "".join(out)
 
 
-def quote_markdown(text: str, query: str = "") -> str:
+def highlight_markdown(text: str, query: str, answer: bool = False, topic: str = "") -> str:
+    """Escaped text (one line) with the query's words on Streamlit's highlighted background;
+    with ``answer`` (``query`` is a question), what it asks for (a name, a date, a number) in
+    bold on green: the part of a source that answers, not only the words it repeats (``topic``:
+    the document's title, whose words do not tell which sentence answers)."""
+    text = " ".join(text.split())
+    return _marked_line(text, _marks(text, query, answer, topic))
+
+
+def quote_markdown(text: str, query: str = "", answer: bool = False, topic: str = "") -> str:
     """Text as an inert Markdown block quote that keeps its lines (headings, table rows, list
-    items stay on their own lines; blank lines separate paragraphs), query words highlighted."""
+    items stay on their own lines; blank lines separate paragraphs), query words highlighted
+    (and, with ``answer``, the answer: see highlight_markdown). The marks are found in the
+    whole text, so a name a line break splits ("led by Dr.⏎Amelia Hart") is still found."""
+    text = _LINE_BREAKS.sub("\n", text)
+    marks = _marks(text.replace("\n", " "), query, answer, topic) if query else []
     lines: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip()
+    offset = 0
+    for raw in text.split("\n"):
+        begin = offset + len(raw) - len(raw.lstrip())
+        line, offset = raw.strip(), offset + len(raw) + 1
         if not line:
             if lines and lines[-1] != ">":
                 lines.append(">")
             continue
         if lines and lines[-1] != ">":
             lines[-1] += "  "  # a hard line break
-        lines.append("> " + (highlight_markdown(line, query) if query else escape_line(line)))
+        stop = begin + len(line)
+        clipped = [(max(a, begin) - begin, min(b, stop) - begin, mark)
+                   for a, b, mark in marks if a < stop and b > begin]
+        lines.append("> " + _marked_line(line, clipped))
     while lines and lines[-1] == ">":
         lines.pop()
     return "\n".join(lines)
@@ -251,9 +283,9 @@ WEB_BADGE = ":blue-badge[:material/public: web]"
 
 
 def render_source(source: Source, query: str, numbered: bool = True, key: str = "") -> None:
-    """One source: where it is from, the passage it relies on (query words highlighted), and
-    how well it matches in words (the numbers on hover); with ``key``, a button that opens
-    it in the source viewer."""
+    """One source: where it is from, the passage it relies on (query words highlighted, and in
+    a cited one the part that answers), and how well it matches in words (the numbers on
+    hover); with ``key``, a button that opens it in the source viewer."""
     from pages._viewer import source_button
 
     st.markdown(source_heading(source, bold=True, numbered=numbered))
@@ -265,7 +297,8 @@ def render_source(source: Source, query: str, numbered: bool = True, key: str = 
         st.caption("A web search result: not in your documents, not added to them.")
     elif key:
         source_button(source, key)
-    st.markdown(quote_markdown(source.quote, query))
+    # the answer's part of a cited passage is marked; a passage it did not use (closest matches) is not
+    st.markdown(quote_markdown(source.quote, query, answer=source.cited, topic=source.title))
     strength = match_strength(query, source, _service_future().result().settings)
     st.markdown(f"{MATCH_BADGE[strength.label]} {strength.detail}", help=strength.scores)
 

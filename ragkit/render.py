@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable
 
-from .text import search_tokens
+from .text import CJK_CHAR, search_tokens
 
 WORD_JOINER = "\u2060"
 
@@ -170,6 +170,12 @@ def clip_words(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+# A Latin word's edges, with CJK characters counted as spaces: Chinese writes a code or an
+# English word without a space around it ("型号为BC-X300采用"), where \b sees no edge.
+_LATIN_EDGE = rf"(?<![^\W_{CJK_CHAR}])"
+_LATIN_REST = rf"[^\W_{CJK_CHAR}]*"
+
+
 def match_spans(text: str, query: str) -> list[tuple[int, int]]:
     """Merged [start, end) spans of ``text`` that match the query's search words."""
     words = search_tokens(query, stem=False)
@@ -179,7 +185,7 @@ def match_spans(text: str, query: str) -> list[tuple[int, int]]:
     lowered = text.lower()
     spans = []
     for term in terms:
-        pattern = re.escape(term) if not term.isascii() else rf"\b{re.escape(term)}\w*"
+        pattern = re.escape(term) if not term.isascii() else rf"{_LATIN_EDGE}{re.escape(term)}{_LATIN_REST}"
         for match in re.finditer(pattern, lowered):
             spans.append((match.start(), match.end()))
     spans.sort()

@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text import CHINESE_STOPWORDS, CJK_CHAR, ENGLISH_STOPWORDS, search_tokens
+from .text import CHINESE_STOPWORDS, CJK_CHAR, ENGLISH_STOPWORDS, PERSON_TITLES, search_tokens
 
 # At least this share of a sentence's claim words (content words that are not key items)
 # must be in the passage: two in three, so that a sentence sharing half its words and its
@@ -269,7 +269,6 @@ def _stated(quantity: Quantity, passage: list[Quantity], plain_passage: str) -> 
 _NAME_RE = re.compile(r"(?<![\w'’-])[A-Z][\w'’.-]*[\w]|(?<![\w'’-])[A-Z](?![\w'’])")
 _CJK_RE = re.compile(f"[{CJK_CHAR}]")
 _PROPER_TAGS = ("nr", "ns", "nt", "nz", "nrt", "nrfg", "eng")  # besides these, any noun (tags n…) is a key
-_TITLES = frozenset("mr mrs ms dr prof sir st rev fr".split())
 
 
 def english_names(sentence: str) -> list[str]:
@@ -279,7 +278,7 @@ def english_names(sentence: str) -> list[str]:
     matches = list(_NAME_RE.finditer(sentence))
     for index, match in enumerate(matches):
         word = re.sub(r"['’]s$", "", match.group(0)).rstrip(".").lower()
-        if not word or word in ENGLISH_STOPWORDS or word in _TITLES or _CJK_RE.search(word):
+        if not word or word in ENGLISH_STOPWORDS or word in PERSON_TITLES or _CJK_RE.search(word):
             continue
         if re.fullmatch(r"[\d.,-]+", word):
             continue

@@ -236,6 +236,8 @@ ABBREVIATIONS = frozenset(
     rev fr br msgr hon messrs mme mlle vs cf viz al approx ca dept univ assn ave blvd
     e.g i.e a.m p.m u.s u.k u.n jan feb mar apr jun jul aug sep sept oct nov dec""".split()
 )
+# Titles before a person's name ("Dr." of "Dr. Amelia Hart"): never a name, nor an answer, alone.
+PERSON_TITLES = frozenset("mr mrs ms dr prof sir st rev fr br msgr capt col gen lt sgt".split())
 _WORD_BEFORE_STOP = re.compile(r"(?<![A-Za-z0-9.])([A-Za-z](?:[A-Za-z.]*[A-Za-z])?)\.\s*$")
 
 

@@ -167,6 +167,64 @@ def test_highlight_marks_whole_question_words_in_both_languages(monkeypatch):
     assert match_spans("anything", "？？") == []
 
 
+def test_highlight_finds_a_code_or_word_written_inside_chinese_text():
+    """Chinese puts no space around a Latin code ("型号为BC-X300，"): the code is still marked,
+    and the mark stops where the code does, not at the next Chinese character."""
+    text = "公司的旗舰产品型号为BC-X300采用v2.1版本固件。"
+    assert [text[a:b] for a, b in match_spans(text, "BC-X300")] == ["BC-X300"]
+    assert [text[a:b] for a, b in match_spans(text, "v2.1")] == ["v2.1"]
+    assert match_spans("the ABC-X300 unit", "BC-X300") == [], "never inside a longer Latin word"
+
+
+def test_a_source_marks_the_answer_the_question_asks_for_not_only_its_words(monkeypatch):
+    """Who → the name, when → the date, how many → the number: marked in bold on green, apart
+    from the question's own words (orange); a search box's words never get the answer mark."""
+    monkeypatch.syspath_prepend(str(REPO))
+    from pages._widgets import highlight_markdown, quote_markdown
+
+    who = highlight_markdown("Skerry Point Lighthouse was designed by engineer Margaret Doyle.",
+                             "Who designed Skerry Point Lighthouse?", answer=True)
+    assert ":green-background[**Margaret Doyle**]" in who
+    assert ":orange-background[Skerry Point Lighthouse]" in who
+    lit = highlight_markdown("It was designed by Margaret Doyle and first lit on 2 November 1874.",
+                             "Who designed it?", answer=True)
+    assert "Doyle**]" in lit and "November**" not in lit, "a month is no one's name"
+    when = quote_markdown("The station was opened on 14 March 1998. … The station has 23 staff.",
+                          "When was the station opened?", answer=True)
+    assert ":green-background[**14 March 1998**]" in when
+    assert "23**" not in when, "only the sentence that answers gets the mark, not every number near it"
+    pdf = quote_markdown("The observatory is led by Dr.\nAmelia Hart, who came in 2015.", "Who leads the observatory?",
+                         answer=True)
+    assert pdf.endswith("[**Dr\\.**]  \n> :green-background[**Amelia Hart**], who came in 2015\\."), pdf
+    director = quote_markdown("Halcyon Station is a base on Jan Mayen. Its director is Dr.\nIngrid Solberg.",
+                              "Who is the director of Halcyon Station?", answer=True, topic="Halcyon Station Review")
+    assert "[**Ingrid Solberg**]" in director and "[**Jan Mayen**]" not in director, (
+        "the sentence that answers is the one with the asked word (director), not the title's words")
+    where = quote_markdown("It is led by Dr.\nAmelia Hart, who came from the Naval Observatory in 2015.",
+                           "Where did Amelia Hart work before?", answer=True)
+    assert "[**Naval Observatory**]" in where and "[**Dr" not in where, "a title alone is not a place"
+    unrelated = quote_markdown("Its director is Dr. Ingrid Solberg.", "Who leads Marlow Observatory?", answer=True)
+    assert "green-background" not in unrelated, "a passage sharing no word with the question answers nothing"
+    parts = highlight_markdown("The depot is run by Mr. Paolo Ricci. … Routine checks cover the depot.",
+                               "Who runs the depot?", answer=True)
+    assert "[**Mr\\. Paolo Ricci**]" in parts and "**Routine" not in parts, "a quoted part opens a sentence"
+    crane = highlight_markdown("Crane 7 lifts 40 tonnes under rule CR-550.", "How much does Crane 7 lift?", answer=True)
+    assert "[**40**] tonnes" in crane and "**550" not in crane, "a code's digits are not the number asked for"
+    zh = highlight_markdown("青岚茶园创建于1986年，面积约为320亩。", "青岚茶园是哪一年创建的？", answer=True)
+    assert ":green-background[**1986年**]" in zh
+    assert "green-background" not in highlight_markdown("opened on 14 March 1998", "when opened")
+
+
+def test_the_answer_span_is_found_by_the_library_without_streamlit():
+    """ragkit.marks tells where a cited passage answers; the page only paints it."""
+    from ragkit.marks import answer_spans
+
+    text = "Halcyon Station is a base on Jan Mayen. Its director is Dr. Ingrid Solberg."
+    spans = answer_spans(text, "Who is the director of Halcyon Station?", topic="Halcyon Station Review")
+    assert [text[a:b] for a, b in spans] == ["Dr. Ingrid Solberg"]
+    assert answer_spans(text, "Who leads Marlow Observatory?") == []
+
+
 def test_the_library_never_writes_streamlit_markup():
     assert not (REPO / "ragkit" / "webapp.py").exists()
     for path in (REPO / "ragkit").rglob("*.py"):

@@ -1,0 +1,57 @@
+"""Where a cited passage answers: the span of the kind the question asks for.
+
+A source shows the question's words, and in a passage the answer relied on, the part that
+answers it: the name for "who", the date for "when", the number for "how many" (kinds from
+``answer_types``). Only in the sentences that hold most of the asked words (not every number
+near them), and never a month taken for a name, a title alone or the digits of a code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .answer_types import DATE, PERSON, PLACE, answer_type, typed_spans
+from .render import match_spans
+from .text import CJK_CHAR, PERSON_TITLES, search_tokens, split_sentences
+
+_CODE_PART = re.compile(rf"[^\W_{CJK_CHAR}][-/]?$")  # "550" of "CR-550" is part of a code, not a number said
+
+
+def _answering_sentences(text: str, question: str, topic: str) -> list:
+    """The sentences of ``text`` that hold most of the question's words, counting only those
+    not in ``topic`` (the document's title: "Halcyon Station" is in every sentence of its
+    review, "director" only in the one that answers "Who is the director of Halcyon Station?")."""
+    sentences = split_sentences(text)
+    named = set(search_tokens(topic, stem=False))
+    asked = " ".join(word for word in search_tokens(question, stem=False) if word not in named)
+    shares = [len(match_spans(sentence.text, asked)) if asked else 0 for sentence in sentences]
+    if not any(shares):
+        shares = [len(match_spans(sentence.text, question)) for sentence in sentences]
+    if not any(shares):  # a passage that shares no word with the question: nothing in it answers
+        return []
+    return [sentence for sentence, share in zip(sentences, shares) if share == max(shares)]
+
+
+def answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, int]]:
+    """Spans of ``text`` of the kind ``question`` asks for (a name, a date, a number; see
+    ragkit.answer_types.typed_spans), sorted and merged: only in the sentences that answer
+    (see _answering_sentences; not every number nearby), and never a capitalised month taken
+    for a name ("first lit on 2 November"), nor a title alone ("led by Dr."), nor the digits of a
+    code ("CR-550")."""
+    kind = answer_type(question)
+    text = text.replace("…", ".")  # a quote's parts are sentences: "… Routine checks" opens one (not a name)
+    spans = typed_spans(text, kind, question)
+    if kind in (PERSON, PLACE):
+        dates = typed_spans(text, DATE, question)
+        spans = [s for s in spans if not any(d.start <= s.start and s.end <= d.end for d in dates)]
+    spans = [s for s in spans
+             if s.text.rstrip(".").lower() not in PERSON_TITLES and not _CODE_PART.search(text[:s.start])]
+    best = _answering_sentences(text, question, topic) if spans else []
+    spans = [s for s in spans if any(s.start < b.end and b.start < s.end for b in best)]
+    merged: list[tuple[int, int]] = []
+    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        if merged and span.start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(span.end, merged[-1][1]))
+        else:
+            merged.append((span.start, span.end))
+    return merged
