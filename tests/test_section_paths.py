@@ -1,6 +1,7 @@
 """Section paths: each passage keeps the headings it stands under ("Handbook > Safety >
-Fire exits"; a passage never runs from one section into the next), from real Markdown and DOCX files through the real store to the hit, the numbered
-source, the exported conversation and a repaired catalog; stores from before keep working."""
+Fire exits"; a passage never runs from one section into the next), from real Markdown and
+DOCX files through the real store to the hit, the numbered source, the exported conversation
+and a repaired catalog; stores from before keep working."""
 
 from __future__ import annotations
 
