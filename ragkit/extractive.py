@@ -29,7 +29,9 @@ from .passages import Hit
 from .text import (
     CHINESE_STOPWORDS,
     chinese_words,
+    count_letters,
     is_cjk_text,
+    join_wrapped_lines,
     search_tokens,
     share_scorer,
     split_sentences,
@@ -152,8 +154,8 @@ def _candidates(hits: list[Hit], question: str = "") -> list[Candidate]:
         for order, span in enumerate(split_sentences(hit.context.text)):
             if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
                 continue
-            text = span.text.strip()
-            if sum(ch.isalnum() for ch in text) >= 2 and (hit.doc_id, text) not in seen:
+            text = join_wrapped_lines(span.text)
+            if count_letters(text) >= 2 and (hit.doc_id, text) not in seen:
                 seen.add((hit.doc_id, text))
                 found.append(Candidate(text, index, order, subject=subject, document=hit.doc_id))
     return found

@@ -14,6 +14,8 @@ from functools import lru_cache
 
 CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RE = re.compile(f"[{CJK_CHAR}]")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")  # exactly str.isalnum, one character at a time, in C
+_CJK_LETTER = re.compile(rf"(?=[^\W_])[{CJK_CHAR}]")  # a CJK character that is a letter (not 「・」)
 _CJK_RUN_RE = re.compile(f"[{CJK_CHAR}]+")
 _WORD_RE = re.compile(rf"[{CJK_CHAR}]+|[^\W_{CJK_CHAR}]+(?:[.'’-][^\W_{CJK_CHAR}]+)*", re.UNICODE)
 # Sentence ends: CJK full stops (no space needed), Latin ones followed by space/end, newlines.
@@ -71,11 +73,15 @@ def count_tokens(text: str) -> int:
 
 def is_cjk_text(text: str, threshold: float = 0.2) -> bool:
     """True when at least ``threshold`` of the letters in ``text`` are CJK."""
-    letters = [ch for ch in text if ch.isalnum()]
+    letters = count_letters(text)
     if not letters:
         return False
-    cjk = sum(1 for ch in letters if _CJK_RE.match(ch))
-    return cjk / len(letters) >= threshold
+    return len(_CJK_LETTER.findall(text)) / letters >= threshold
+
+
+def count_letters(text: str) -> int:
+    """How many letters and digits ``text`` holds (characters for which str.isalnum is true)."""
+    return len(_LETTER_OR_DIGIT.findall(text))
 
 
 # A Latin title is matched with no Latin letter or digit beside it; Chinese text beside it is a
@@ -315,6 +321,21 @@ def _append_stripped(spans: list[Span], text: str, start: int, end: int) -> None
         return
     offset = start + (len(piece) - len(piece.lstrip()))
     spans.append(Span(stripped, offset, offset + len(stripped)))
+
+
+_LINE_WRAP = re.compile(r"[ \t]*\n[ \t]*")
+
+
+def join_wrapped_lines(sentence: str) -> str:
+    """One sentence's lines joined: a line break inside a sentence is where a PDF or a
+    Markdown file wrapped it ("Its director is Dr.⏎Ingrid Solberg"), so it reads as a space
+    (as nothing between two CJK characters), not as the hard break it would be in an answer."""
+
+    def join(match: re.Match) -> str:
+        before, after = sentence[match.start() - 1: match.start()], sentence[match.end(): match.end() + 1]
+        return "" if is_cjk_text(before) and is_cjk_text(after) else " "
+
+    return _LINE_WRAP.sub(join, sentence.strip())
 
 
 def split_paragraphs(text: str) -> list[Span]:

@@ -58,6 +58,7 @@ def test_a_pdf_heading_is_marked_and_a_line_wrapped_after_dr_stays_one_sentence(
 def test_the_director_named_across_a_wrapped_line_is_the_answer(engine):
     turn = engine.ask("a", "Who is the director of Halcyon Station?")
     assert turn.found and "Ingrid Solberg" in turn.answer and "[1]" in turn.answer
+    assert "Dr. Ingrid Solberg" in turn.answer, "the PDF's wrap inside the sentence is a space, not a hard break"
     assert "Annual Review" not in turn.answer  # the heading is a label, not a sentence
 
 
