@@ -387,7 +387,8 @@ def load_pdf(
     data: bytes, filename: str, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES, notes: list[str] | None = None,
     ocr=None,
 ) -> tuple[list[str], str | None]:
-    """Text of each PDF page and the document's own title, if any.
+    """Text of each PDF page and the document's own title, if any: its metadata's, else the
+    heading its first page opens with in the largest type (as a DOCX's first Heading 1).
 
     pypdf caps each stream at 75 MB but not a document: a 600 KB file can hold ten pages
     that each inflate to 60 MB, all kept decoded. So the bytes inflated are counted over
@@ -416,7 +417,15 @@ def load_pdf(
         raise LoaderError(f"{filename}: the PDF has no pages: re-export it from the source application")
     if ocr is not None and ocr.enabled:
         pages = _ocr_scanned_pages(data, pages, filename, ocr, notes)
-    return _without_garbage_pages(pages, filename, notes), title
+    pages = _without_garbage_pages(pages, filename, notes)
+    return pages, title or _opening_heading(pages)
+
+
+def _opening_heading(pages: list[str]) -> str | None:
+    """The level-1 heading the document's first page of text opens with, if it does."""
+    first = next((page for page in pages if page.strip()), "")
+    line = first.strip().split("\n", 1)[0]
+    return _clean_title(line[2:]) if line.startswith("# ") else None
 
 
 OCR_BELOW_CHARS = 20

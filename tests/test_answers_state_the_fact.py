@@ -50,8 +50,10 @@ def engine(settings, kb):
 
 
 def test_a_pdf_heading_is_marked_and_a_line_wrapped_after_dr_stays_one_sentence():
-    page = load_bytes(halcyon_pdf(), "halcyon.pdf").pages[0]
+    loaded = load_bytes(halcyon_pdf(), "halcyon.pdf")
+    page = loaded.pages[0]
     assert page.startswith("# Halcyon Station Annual Review - Overview\n\n")
+    assert loaded.title == "Halcyon Station Annual Review - Overview"  # no metadata title: its opening heading
     assert "Its director is Dr. Ingrid Solberg" in " ".join(page.split())
 
 
