@@ -115,7 +115,7 @@ def quote_markdown(text: str, query: str = "", answer: bool = False, topic: str 
     (and, with ``answer``, the answer: see highlight_markdown). The marks are found in the
     whole text, so a name a line break splits ("led by Dr.⏎Amelia Hart") is still found."""
     text = _LINE_BREAKS.sub("\n", text)
-    marks = _marks(text.replace("\n", " "), query, answer, topic) if query else []
+    marks = _marks(text, query, answer, topic) if query else []  # line breaks kept: a table row is a sentence
     lines: list[str] = []
     offset = 0
     for raw in text.split("\n"):

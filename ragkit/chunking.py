@@ -13,12 +13,9 @@ all of it. Headings with nothing between them stay together with the text that f
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from .text import Span, count_tokens, split_paragraphs, split_sentences, token_encoding
-
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$", re.MULTILINE)
+from .text import HEADING, Span, count_tokens, is_heading, split_paragraphs, split_sentences, token_encoding
 
 
 @dataclass(frozen=True)
@@ -69,7 +66,7 @@ def _units(page_text: str, max_tokens: int) -> list[_Unit]:
             pieces = [absolute] if tokens <= max_tokens else _hard_split(absolute, max_tokens)
             for piece in pieces:
                 piece_tokens = tokens if len(pieces) == 1 else count_tokens(piece.text)
-                units.append(_Unit(piece, piece_tokens, first, bool(_HEADING.fullmatch(piece.text))))
+                units.append(_Unit(piece, piece_tokens, first, is_heading(piece.text)))
                 first = False
     return units
 
@@ -123,7 +120,7 @@ def section_paths(pages: list[str], chunks: list[Chunk]) -> list[str]:
     ``######``, which the loaders write for the headings of HTML, DOCX and PDF files) in
     force where the chunk starts (a chunk holds one section: see the module docstring),
     outermost first; "" where there is none."""
-    headings_by_page = [[(m.start(), len(m.group(1)), m.group(2).strip()) for m in _HEADING.finditer(page)]
+    headings_by_page = [[(m.start(), len(m.group(1)), m.group(2).strip()) for m in HEADING.finditer(page)]
                         for page in pages]
     paths = []
     carried: list[tuple[int, str]] = []  # the path at the end of the previous page
@@ -142,7 +139,7 @@ def _body_offset(text: str) -> int:
     "# Review" then "## Overview" is in Overview): 0 when it opens with text."""
     offset = 0
     for line in text.splitlines(keepends=True):
-        if line.strip() and not _HEADING.fullmatch(line.strip()):
+        if line.strip() and not is_heading(line):
             return offset
         offset += len(line)
     return 0

@@ -31,6 +31,7 @@ from .text import (
     chinese_words,
     count_letters,
     is_cjk_text,
+    is_heading,
     join_wrapped_lines,
     search_tokens,
     share_scorer,
@@ -152,7 +153,7 @@ def _candidates(hits: list[Hit], question: str = "") -> list[Candidate]:
     for index, hit in enumerate(hits):
         subject = hit.title.strip() if hit.title and not names(hit.title, question) else ""
         for order, span in enumerate(split_sentences(hit.context.text)):
-            if span.text.startswith("#"):  # a Markdown heading is a label, not an answer
+            if is_heading(span.text):  # a Markdown heading is a label, not an answer
                 continue
             text = join_wrapped_lines(span.text)
             if count_letters(text) >= 2 and (hit.doc_id, text) not in seen:
@@ -485,15 +486,19 @@ def _select(
             take_further(other)
 
     position = 0
+    links: set[int] = set()  # id() of the candidates ``linked`` with a quote: each quote is checked once
+    linked_quotes = 0
     while position < len(ranked):
-        if chosen and weights.links_first:  # the next links of the answer's chain before the runners-up
+        if weights.links_first and linked_quotes < len(chosen):  # the answer's next links before the runners-up
+            for quote, _ in chosen[linked_quotes:]:
+                links.update(id(c) for c in ranked[position:] if linked(c, quote))
+            linked_quotes = len(chosen)
             rest = ranked[position:]
-            links = [c for c in rest if any(linked(c, other) for other, _ in chosen)]
-            ranked[position:] = links + [c for c in rest if all(c is not link for link in links)]
+            ranked[position:] = [c for c in rest if id(c) in links] + [c for c in rest if id(c) not in links]
         candidate = ranked[position]
         position += 1
         room = room_for(candidate)
-        next_link = bool(chosen) and weights.links_first and any(linked(candidate, other) for other, _ in chosen)
+        next_link = id(candidate) in links
         if chosen and (room < 12 or (candidate.score < weights.keep_ratio * chosen[0][0].score and not next_link)):
             break
         if quoted(candidate):

@@ -9,12 +9,19 @@ near them), and never a month taken for a name, a title alone or the digits of a
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from .answer_types import DATE, PERSON, PLACE, answer_type, typed_spans
 from .render import match_spans
-from .text import CJK_CHAR, PERSON_TITLES, search_tokens, split_sentences
+from .text import CJK_CHAR, HEADING, PERSON_TITLES, search_tokens, split_sentences
 
 _CODE_PART = re.compile(rf"[^\W_{CJK_CHAR}][-/]?$")  # "550" of "CR-550" is part of a code, not a number said
+
+
+def _across_lines(span: str) -> bool:
+    """True when a span runs from one line into the next other than after a title's full
+    stop ("Dr.⏎Amelia Hart" is one name, a wrapped line; "Hart⏎North Station" two rows)."""
+    return any(not line.rstrip().endswith(".") for line in span.split("\n")[:-1])
 
 
 def _answering_sentences(text: str, question: str, topic: str) -> list:
@@ -35,19 +42,22 @@ def _answering_sentences(text: str, question: str, topic: str) -> list:
 def answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, int]]:
     """Spans of ``text`` of the kind ``question`` asks for (a name, a date, a number; see
     ragkit.answer_types.typed_spans), sorted and merged: only in the sentences that answer
-    (see _answering_sentences; not every number nearby), and never a capitalised month taken
+    (see _answering_sentences: not every number nearby; a line of a table or a list is a
+    sentence, so ``text`` keeps its line breaks), never in a heading, and never a capitalised month taken
     for a name ("first lit on 2 November"), nor a title alone ("led by Dr."), nor the digits of a
     code ("CR-550")."""
     kind = answer_type(question)
     text = text.replace("…", ".")  # a quote's parts are sentences: "… Routine checks" opens one (not a name)
-    spans = typed_spans(text, kind, question)
+    text = HEADING.sub(lambda heading: " " * len(heading.group()), text)  # a heading is a label, not the answer
+    spans = [s for s in typed_spans(text, kind, question) if not _across_lines(s.text)]
     if kind in (PERSON, PLACE):
         dates = typed_spans(text, DATE, question)
         spans = [s for s in spans if not any(d.start <= s.start and s.end <= d.end for d in dates)]
-    spans = [s for s in spans
-             if s.text.rstrip(".").lower() not in PERSON_TITLES and not _CODE_PART.search(text[:s.start])]
+    spans = [s for s in spans if s.text.rstrip(".").lower() not in PERSON_TITLES
+             and not _CODE_PART.search(text, max(0, s.start - 2), s.start)]
     best = _answering_sentences(text, question, topic) if spans else []
-    spans = [s for s in spans if any(s.start < b.end and b.start < s.end for b in best)]
+    starts = [sentence.start for sentence in best]  # sentences are disjoint and in order
+    spans = [s for s in spans if (at := bisect_left(starts, s.end) - 1) >= 0 and best[at].end > s.start]
     merged: list[tuple[int, int]] = []
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         if merged and span.start <= merged[-1][1]:

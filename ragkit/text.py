@@ -264,8 +264,16 @@ def continues_after_abbreviation(text: str, match: re.Match) -> bool:
     return False
 
 
-_HEADING_LINE = re.compile(r"#{1,6}[ \t]")
+# A Markdown heading line ("## Staff"), which the loaders also write for the headings of HTML,
+# DOCX and PDF files: one to six #, a space, then its title.
+HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$", re.MULTILINE)
+_HEADING_START = re.compile(r"#{1,6}[ \t]+\S")  # a line opening so is a heading (checked without scanning it)
 HEADING_REACH = 300  # a line longer than this is not taken for a heading (bounds the look back)
+
+
+def is_heading(sentence: str) -> bool:
+    """True when ``sentence`` is a Markdown heading line: a label, never an answer sentence."""
+    return bool(HEADING.fullmatch(sentence.strip()))
 
 
 def _in_heading(text: str, position: int) -> bool:
@@ -274,7 +282,7 @@ def _in_heading(text: str, position: int) -> bool:
     newline = text.rfind("\n", reach, position)
     if newline < 0 and reach > 0:
         return False
-    return bool(_HEADING_LINE.match(text, newline + 1))
+    return bool(_HEADING_START.match(text, newline + 1))
 
 
 def split_sentences(text: str) -> list[Span]:

@@ -294,7 +294,7 @@ class VectorStore:
                     if self._opened:
                         log.info("vector store changed in another process: re-opening it")
                     self._open()
-                before = self._index_files()
+                before = self._index_files() if self._announce is not None else {}
                 try:
                     self._catch_up()
                 except VectorStoreUnavailable as exc:
@@ -363,7 +363,7 @@ class VectorStore:
         Yields False when ``wait`` is False and another process holds the lock; with ``wait``
         raises VectorStoreBusy once it waited ``vector_first_read_wait_s`` (``vector_read_wait_s`` for a
         client that already caught up)."""
-        if self.remote:
+        if self.remote or self.read_only:  # a server, or this process's private copy: nothing to wait for
             self.refresh()
             yield True
             return

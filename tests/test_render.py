@@ -225,6 +225,19 @@ def test_the_answer_span_is_found_by_the_library_without_streamlit():
     assert answer_spans(text, "Who leads Marlow Observatory?") == []
 
 
+
+def test_a_heading_or_another_table_row_is_never_marked_as_the_answer():
+    """A passage opens with its section's headings; a table row is a sentence of its own."""
+    from ragkit.marks import answer_spans
+
+    text = "## Staff\nThe director is Dr. Ingrid Solberg."
+    assert [text[a:b] for a, b in answer_spans(text, "Who is the director?")] == ["Dr. Ingrid Solberg"]
+    table = "Name | Year | Staff\nNorth Station | 1990 | 12\nSouth Station | 2001 | 30"
+    assert [table[a:b] for a, b in answer_spans(table, "When did North Station open?")] == ["1990", "12"]
+    wrapped = "The observatory is led by Dr.\nAmelia Hart, who came in 2015."
+    assert [wrapped[a:b] for a, b in answer_spans(wrapped, "Who leads the observatory?")] == ["Dr.\nAmelia Hart"]
+
+
 def test_the_library_never_writes_streamlit_markup():
     assert not (REPO / "ragkit" / "webapp.py").exists()
     for path in (REPO / "ragkit").rglob("*.py"):

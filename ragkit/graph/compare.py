@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ..passages import Hit
-from ..text import is_cjk_text, search_tokens, split_sentences
+from ..text import is_cjk_text, is_heading, search_tokens, split_sentences
 from .decompose import Comparison, name_candidates
 
 _COMPARATIVE = re.compile(r"(?i)\b(?:\w+er|more|less|fewer|first|last|earlier|later|older|younger|bigger)\b"
@@ -50,7 +50,7 @@ def is_comparative(question: str) -> bool:
 def side_sentences(hit: Hit) -> list[str]:
     """A side's passage as sentences, without its title line or headings."""
     return [span.text.strip() for span in split_sentences(hit.context.text)
-            if span.text.strip() and not span.text.startswith("#") and span.text.strip() != hit.title]
+            if span.text.strip() and not is_heading(span.text) and span.text.strip() != hit.title]
 
 
 def side_fact(question: str, part: str, side: str, hit: Hit, embed=None) -> str:

@@ -37,7 +37,7 @@ from ..answer_types import answer_type, kind_naming_words, says_kind
 from ..config import Settings
 from ..extractive import CJK_NUMBER_QUESTION, _word_credit, question_words
 from ..passages import Hit
-from ..text import is_cjk_text, search_tokens, split_sentences
+from ..text import is_cjk_text, is_heading, search_tokens, split_sentences
 from ..topic import topic_words, without_topic
 
 PASSAGES_GRADED = 3
@@ -139,7 +139,7 @@ def closest_sentence(question: str, hits: list[Hit], embed, topic: frozenset[str
     wanted = set(search_tokens(question))
     # a Markdown heading is a label: a question resembles its subject's title without being answered by it
     sentences = [span.text for hit in hits for span in split_sentences(hit.text)
-                 if len(span.text) > 12 and not span.text.lstrip().startswith("#")]
+                 if len(span.text) > 12 and not is_heading(span.text)]
     if not sentences or embed is None:
         return 0.0, ""
     sentences.sort(key=lambda s: -len(wanted & set(search_tokens(s))))

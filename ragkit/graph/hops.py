@@ -36,7 +36,7 @@ from ..citations import sources_from_hits, validate_markers
 from ..extractive import extractive_answer
 from ..passages import Hit
 from ..retrieval import SearchFilters
-from ..text import split_sentences
+from ..text import is_heading, split_sentences
 from . import events, prompts
 from .compare import side_fact, verdict
 from .context import RagContext
@@ -400,7 +400,7 @@ def comparison_pieces(state: RagState, context: RagContext, number: dict[str, in
 def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:
     """The sentence of ``hit`` that names the next hop's ``entity``, cited."""
     for sentence in split_sentences(hit.context.text):
-        if entity.lower() in sentence.text.lower() and not sentence.text.startswith("#"):
+        if entity.lower() in sentence.text.lower() and not is_heading(sentence.text):
             return f"{sentence.text.strip()}[{n}]"
     return ""
 
