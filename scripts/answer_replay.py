@@ -44,6 +44,16 @@ def _recorder(original, seen: list[dict]):
     return extractive_answer
 
 
+def _ask(engine, session: str, question: str) -> str:
+    """The engine's answer, or "" for a question it refuses (the sets hold a few empty ones)."""
+    from ragkit.errors import QuestionError
+
+    try:
+        return engine.ask(session, question).answer
+    except QuestionError:
+        return ""
+
+
 def record(path: str, out: str) -> None:
     """Ask every question as ``eval --answers`` does, keeping the answerer's inputs."""
     from ragkit.eval import EvalBase, read_squad
@@ -63,9 +73,8 @@ def record(path: str, out: str) -> None:
         engine = base.engine(always_answer=True)
         for number, item in enumerate(questions):
             seen.clear()
-            turn = engine.ask(f"a{number}", item.question)
             rows.append({"question": item.question, "passage": item.passage_index, "gold": item.answers,
-                         "final": turn.answer, "calls": list(seen)})
+                         "final": _ask(engine, f"a{number}", item.question), "calls": list(seen)})
         _keep_vectors(base, rows, out, path, _candidates)
 
 
@@ -92,9 +101,8 @@ def record_multihop(path: str, out: str, mode: str = "default") -> None:
         engine = base.engine(always_answer=True)
         for number, item in enumerate(items):
             seen.clear()
-            turn = engine.ask(f"m{number}", item.question)
             rows.append({"question": item.question, "passage": number, "gold": [item.answer], "kind": item.kind,
-                         "lang": item.lang, "final": turn.answer, "calls": list(seen)})
+                         "lang": item.lang, "final": _ask(engine, f"m{number}", item.question), "calls": list(seen)})
         _keep_vectors(base, rows, out, path, _candidates)
 
 
