@@ -44,7 +44,9 @@ CHINESE_STOPWORDS = frozenset(
 TOKENIZER_VERSION = 3
 # Bumped when split_sentences draws different boundaries: stored sentence vectors (``sentence_vectors``)
 # follow the boundaries of the splitter that made them, so a store made under another version reranks
-# nothing until `reindex`.
+# nothing until `reindex`. (Not bumped when a heading line became one sentence, 2026-12-03: that only
+# joins sentences, so an affected passage's stored vectors no longer match its sentence count and are
+# set aside for it alone, while a bump would stop every store's reranking until a reindex.)
 SENTENCE_SPLITTER_VERSION = 1
 # before an indexed character: "·花" is never the one-character word "花", whose document
 # frequency the answer's grade weighs the question's words by
