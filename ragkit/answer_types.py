@@ -89,6 +89,12 @@ class TypedSpan:
     text: str
 
 
+def holds_number(text: str) -> bool:
+    """True when ``text`` says a number (digits, a number word, Chinese numerals), not only a
+    date without one ("Jan", "summer")."""
+    return bool(_SPAN_PATTERNS[NUMBER].search(text))
+
+
 def typed_spans(text: str, kind: str | None, question: str) -> list[TypedSpan]:
     """Spans of ``text`` of the kind asked (see answer_type) that say something the
     question does not: their words are not all among the question's. A date also counts
