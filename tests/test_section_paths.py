@@ -107,6 +107,34 @@ def test_a_heading_is_one_sentence_whatever_marks_it_holds():
         "## 1. Introduction", "The survey began in May.", "It ended in June.", "## 第一章 总则。", "正文。"]
 
 
+ORION_MD = """# Orion Bridge Project
+
+## History
+
+The Orion Bridge was completed in 2011 by chief engineer Hana Kowalczyk. It spans the Vell River.
+
+## Dimensions
+
+The main span is 412 metres long. The towers rise 96 metres above the water.
+"""
+SKERRY_MD = """# Skerry Point Lighthouse
+
+The tower is 38 metres tall and built from granite. Its lamp can be seen 22 nautical miles away.
+"""
+
+
+def test_a_section_that_never_repeats_its_documents_name_still_answers_a_question_naming_it(settings, kb):
+    """The grade reads a passage with its document's title and section path: the Dimensions
+    passage answers "How tall are the Orion Bridge towers?" (it said "not found" once passages
+    followed sections, as no sentence of that section names the bridge)."""
+    from ragkit.chat import ChatEngine
+
+    assert kb.ingest(ORION_MD.encode(), filename="orion.md").ok
+    assert kb.ingest(SKERRY_MD.encode(), filename="skerry.md").ok  # "tall", of another tower
+    turn = ChatEngine(settings, kb).ask("o", "How tall are the Orion Bridge towers?")
+    assert turn.found and "96 metres" in turn.answer, turn.answer
+
+
 def test_a_plain_text_file_has_no_section(kb):
     kb.ingest(b"The harbour crane lifts forty tonnes.", filename="crane.txt")
     hit = kb.search("harbour crane", k=1)[0]

@@ -89,7 +89,10 @@ def question_terms(question: str) -> tuple[list[str], frozenset[str]]:
 
 def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
     """The best share of the question's IDF-weighted words one passage contains, and
-    the index of that passage. A word naming the kind of answer counts only where said."""
+    the index of that passage. A word naming the kind of answer counts only where said.
+    A passage says its document's title and its section path too: a passage is one section,
+    so "How tall are the Orion Bridge towers?" is answered by the "Dimensions" passage of the
+    Orion Bridge document, whose sentences never repeat the bridge's name."""
     if not hits:
         return 0.0, -1
     words, kind_words = question_terms(question)
@@ -97,7 +100,7 @@ def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[flo
     weights = {word: word_idf(word, idf) if cjk else idf.get(word, 1.0) for word in words}
     shares = []
     for hit in hits:
-        credit = _credit(words, hit.text, cjk)
+        credit = _credit(words, "\n".join((hit.title, hit.section, hit.text)), cjk)
         said = sum(weights[word] * credit[word] for word in words)
         mass = sum(weights[word] * (credit[word] if word in kind_words else 1.0) for word in words)
         shares.append(said / mass if mass else 0.0)
