@@ -13,6 +13,11 @@
   the head chef of Orbital Kitchen?" over a handbook that names no chef holds a capitalised
   name, yet nothing in it or its source is about a head chef).
 
+- leaves out the number its source gives in answer: the cited sentence that holds most of the
+  question's words says a number, and the reply restates that sentence without it ("The
+  company's dividend was approved by the board [1]" to "What dividend did the board approve?"
+  over "The board approved a dividend of 12 cents per share": English; ``omits_problem``).
+
 ``answer_problem`` says which, in words for the trace; "" when the reply answers. Sentences
 are checked as well as whole replies (``sentence_answers``) so that a streamed answer is
 shown from its first sentence that answers.
@@ -22,9 +27,9 @@ from __future__ import annotations
 
 import re
 
-from .answer_types import answer_type, holds_answer, kind_naming_words
+from .answer_types import answer_type, holds_answer, holds_number, kind_naming_words
 from .citations import MARKER_RE
-from .text import is_cjk_text, search_tokens
+from .text import is_cjk_text, search_tokens, split_sentences
 
 _FREQUENCY_QUESTION = re.compile(r"\bhow\s+(?:often|frequently)\b|\bhow\s+many\s+times\b|多久一次|多长时间一次|"
                                  r"频率|多少次|几次|隔多久|多久.{0,6}(?:换|更换|检查|保养|清洗)", re.IGNORECASE)
@@ -127,6 +132,26 @@ def unsaid_asked(sentence: str, cited_text: str, question: str) -> list[str]:
     present = set(search_tokens(MARKER_RE.sub(" ", sentence) + " " + cited_text))
     missing = [word for word in wanted if word not in present]
     return missing if wanted and len(missing) / len(wanted) >= UNSAID_SHARE else []
+
+
+OMITS = "it leaves out the number its source gives in answer"
+
+
+def omits_problem(sentence: str, cited_text: str, question: str) -> str:
+    """``OMITS`` when ``sentence`` (English) restates the sentence of ``cited_text`` holding
+    most of the question's words (at least ``UNSAID_SHARE`` of them), which says a number,
+    without that number or any other word of it the question lacks; "" otherwise."""
+    if is_cjk_text(question) or holds_number(MARKER_RE.sub(" ", sentence)):
+        return ""
+    wanted = set(search_tokens(question))
+    if not wanted:
+        return ""
+    best = max(split_sentences(cited_text), key=lambda s: len(wanted & set(search_tokens(s.text))), default=None)
+    if best is None or len(wanted & set(search_tokens(best.text))) < UNSAID_SHARE * len(wanted):
+        return ""
+    if not holds_number(best.text) or set(new_words(sentence, question)) & set(search_tokens(best.text)):
+        return ""
+    return OMITS
 
 
 def unsaid_problem(sentence: str, cited_text: str, question: str) -> str:

@@ -90,6 +90,18 @@ def test_a_reply_that_never_answers_shows_nothing_and_says_why():
                                   "which the question asks for")
 
 
+def test_a_reply_that_restates_its_source_without_the_number_it_gives_never_answers():
+    """A 270M model wrote "The company's dividend was approved by the board [1]" over "The board
+    approved a dividend of 12 cents per share": true, and empty. The turn then falls back to
+    the quoted passage, which holds the figure."""
+    report = source(1, "report.pdf", "The board approved a dividend of 12 cents per share.")
+    question = "What dividend did the board approve?"
+    screened, shown = screen(["The company's dividend was approved by the board [1]."], question, sources=(report,))
+    assert shown == [] and not screened.answered
+    _, shown = screen(["The board approved a dividend of 12 cents per share [1]."], question, sources=(report,))
+    assert shown == ["The board approved a dividend of 12 cents per share [1]."]
+
+
 def test_prompt_debris_and_labels_are_not_shown():
     _, shown = screen(["Answer: 电池保修三年。[1]</source"], "电池保修多久？", sources=(ZH_SOURCE,))
     assert shown == ["电池保修三年。[1]"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..answer_fit import OFF_SUBJECT, UNSAID, about_subject, answer_problem, unsaid_problem
+from ..answer_fit import OFF_SUBJECT, UNSAID, about_subject, answer_problem, omits_problem, unsaid_problem
 from ..citations import MARKER_RE, Source, strip_html
 from .checks import answer_sentences, check_support, strip_label
 from .events import ChatEvent, EventWriter, token
@@ -110,7 +110,7 @@ class ScreenedAnswer:
         cited_text = " ".join(source.text for source in cited_sources)
         titled = " ".join(f"{source.title} {source.text}" for source in cited_sources)
         problems = [answer_problem(cited, q) or ("" if about_subject(cited, cited_text, q) else OFF_SUBJECT)
-                    or unsaid_problem(cited, titled, q) for q in self.questions]
+                    or unsaid_problem(cited, titled, q) or omits_problem(cited, cited_text, q) for q in self.questions]
         if REPEATS_QUESTION in problems or "it is empty" in problems:
             self.withheld.append(Withheld(sentence.strip(), REPEATS_QUESTION))
             return
