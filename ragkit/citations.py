@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from .passages import Hit, section_trail
+from .text import readable_passage
 
 MARKER_RE = re.compile(r"\[(\d{1,3}(?:\s*[,，]\s*\d{1,3})*)\]")
 _TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
@@ -72,7 +73,7 @@ def sources_from_hits(hits: list[Hit]) -> list[Source]:
             filename=hit.filename,
             page=hit.context.page,
             text=hit.context.text,
-            quote=hit.text,
+            quote=readable_passage(hit.text),
             start=hit.context.start,
             end=hit.context.end,
             score=round(hit.score, 4),

@@ -348,6 +348,24 @@ def join_wrapped_lines(sentence: str) -> str:
     return _LINE_WRAP.sub(join, sentence.strip())
 
 
+def readable_passage(text: str) -> str:
+    """A passage as a source panel quotes it: without its heading lines (the section path
+    above it names them) and with each sentence's wrapped lines joined (``join_wrapped_lines``);
+    table rows and list items keep their lines. A passage of headings alone stays as it is."""
+    body = _BLANK_RUN.sub("\n\n", HEADING.sub("", text)).strip()
+    if not body:
+        return text
+    out, cursor = [], 0
+    for span in split_sentences(body):
+        out += [body[cursor:span.start], join_wrapped_lines(span.text)]
+        cursor = span.end
+    out.append(body[cursor:])
+    return "".join(out)
+
+
+_BLANK_RUN = re.compile(r"\n\s*\n")
+
+
 def split_paragraphs(text: str) -> list[Span]:
     """Split on blank lines, with offsets."""
     spans: list[Span] = []

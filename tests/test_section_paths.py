@@ -135,6 +135,15 @@ def test_a_section_that_never_repeats_its_documents_name_still_answers_a_questio
     assert turn.found and "96 metres" in turn.answer, turn.answer
 
 
+def test_a_source_quote_leaves_its_headings_to_the_section_path_and_joins_wrapped_lines():
+    """What "Closest matches" shows of a passage: no "# Review" / "## Overview" lines (the
+    section path above the quote names them), no hard break after "Dr.", table rows kept."""
+    from ragkit.text import readable_passage
+
+    passage = "# Review\n\n## Overview\n\nIts director is Dr.\nIngrid Solberg.\nName | Year\nNorth | 1990"
+    assert readable_passage(passage) == "Its director is Dr. Ingrid Solberg.\nName | Year\nNorth | 1990"
+
+
 def test_a_plain_text_file_has_no_section(kb):
     kb.ingest(b"The harbour crane lifts forty tonnes.", filename="crane.txt")
     hit = kb.search("harbour crane", k=1)[0]

@@ -31,7 +31,7 @@ from .memory import memory_note
 from .model_io import ContextTooSmall, ModelTimeout, StreamBroken, UnusableAnswer, read_answer
 from .rounds import filter_words, scope
 from .screening import ScreenedAnswer, screened_step
-from .state import ModelAttempt, RagState, add_time, language, step
+from .state import ModelAttempt, RagState, add_time, language, passages, step
 
 log = logging.getLogger(__name__)
 CLOSEST_MATCHES = 5
@@ -53,7 +53,7 @@ def extract(state: RagState, runtime: Runtime[RagContext]) -> dict:
     replaced = " (instead of the model's answer)" if state.error else ""
     return {"answer": answer.text, "sources": answer.sources, "closest": [], "found": True,
             "mode": "extractive", "model": "", "usage": {},
-            "trace": step("Answered", f"quoted {sum(s.cited for s in answer.sources)} passages, offline{replaced}"),
+            "trace": step("Answered", f"quoted {passages(sum(s.cited for s in answer.sources))}, offline{replaced}"),
             "timings": add_time(state, "generate_ms", started)}
 
 

@@ -43,7 +43,7 @@ from .context import RagContext
 from .decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
 from .grading import grade_evidence, unsaid, word_idf
 from .rounds import focus_hits
-from .state import Bridge, HopLink, PartVerdict, RagState, TraceStep, add_time, language, step
+from .state import Bridge, HopLink, PartVerdict, RagState, TraceStep, add_time, language, passages, step
 
 
 def plan(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -372,7 +372,7 @@ def extract_hops(state: RagState, runtime: Runtime[RagContext]) -> dict:
     cited = sum(source.cited for source in sources)
     return {"answer": answer, "sources": sources, "hits": hits, "closest": [], "found": True, "mode": "extractive",
             "model": "", "usage": {},
-            "trace": step("Answered", f"quoted {cited} passages hop by hop, offline"
+            "trace": step("Answered", f"quoted {passages(cited)} hop by hop, offline"
                           + (f"; missing: {'; '.join(missing)}" if missing else "")),
             "timings": add_time(state, "generate_ms", started)}
 

@@ -142,6 +142,11 @@ class RagState(TurnInput):
     turn: Turn | None = None
 
 
+def passages(count: int) -> str:
+    """'1 passage', '3 passages': how a trace step counts them."""
+    return f"{count} passage{'' if count == 1 else 's'}"
+
+
 def step(name: str, detail: str) -> list[TraceStep]:
     """A one-step trace update."""
     return [TraceStep(name, detail)]
