@@ -341,11 +341,13 @@ def join_wrapped_lines(sentence: str) -> str:
     Markdown file wrapped it ("Its director is Dr.⏎Ingrid Solberg"), so it reads as a space
     (as nothing between two CJK characters), not as the hard break it would be in an answer."""
 
+    sentence = sentence.strip()
+
     def join(match: re.Match) -> str:
         before, after = sentence[match.start() - 1: match.start()], sentence[match.end(): match.end() + 1]
         return "" if is_cjk_text(before) and is_cjk_text(after) else " "
 
-    return _LINE_WRAP.sub(join, sentence.strip())
+    return _LINE_WRAP.sub(join, sentence)
 
 
 def readable_passage(text: str) -> str:
