@@ -95,6 +95,12 @@ def holds_number(text: str) -> bool:
     return bool(_SPAN_PATTERNS[NUMBER].search(text))
 
 
+def holds_date(text: str) -> bool:
+    """True when ``text`` says a date or a time (a year, a month, a day, a clock time, a
+    weekday, a season), not only a count ("23 permanent staff")."""
+    return bool(_SPAN_PATTERNS[DATE].search(text))
+
+
 def typed_spans(text: str, kind: str | None, question: str) -> list[TypedSpan]:
     """Spans of ``text`` of the kind asked (see answer_type) that say something the
     question does not: their words are not all among the question's. A date also counts
