@@ -90,9 +90,9 @@ def question_terms(question: str) -> tuple[list[str], frozenset[str]]:
 def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[float, int]:
     """The best share of the question's IDF-weighted words one passage contains, and
     the index of that passage. A word naming the kind of answer counts only where said.
-    A passage says its document's title and its section path too: a passage is one section,
-    so "How tall are the Orion Bridge towers?" is answered by the "Dimensions" passage of the
-    Orion Bridge document, whose sentences never repeat the bridge's name."""
+    A passage says its document's title and its section path too (``_header_words``): a
+    passage is one section, so "How tall are the Orion Bridge towers?" is answered by the
+    "Dimensions" passage of the Orion Bridge document, whose sentences never repeat its name."""
     if not hits:
         return 0.0, -1
     words, kind_words = question_terms(question)
@@ -100,12 +100,23 @@ def coverage(question: str, hits: list[Hit], idf: dict[str, float]) -> tuple[flo
     weights = {word: word_idf(word, idf) if cjk else idf.get(word, 1.0) for word in words}
     shares = []
     for hit in hits:
-        credit = _credit(words, "\n".join((hit.title, hit.section, hit.text)), cjk)
+        credit = _credit(words, hit.text, cjk)
+        for word in _header_words(words, f"{hit.title}\n{hit.section}"):
+            credit[word] = 1.0
         said = sum(weights[word] * credit[word] for word in words)
         mass = sum(weights[word] * (credit[word] if word in kind_words else 1.0) for word in words)
         shares.append(said / mass if mass else 0.0)
     best = max(range(len(shares)), key=shares.__getitem__)
     return shares[best], best
+
+
+def _header_words(words: list[str], header: str) -> list[str]:
+    """The question ``words`` a passage's title and section path say: whole words (a Chinese
+    word anywhere in a Chinese title), never a number ("report-2023", "passage-00012" name
+    files, they say no number) nor a letter found inside a word ("P." in "passage")."""
+    tokens = set(search_tokens(header)) | set(search_tokens(header, stem=False))
+    return [word for word in words if not any(ch.isdigit() for ch in word)
+            and (word in tokens or (is_cjk_text(word) and word in header))]
 
 
 def _credit(words: list[str], text: str, cjk: bool) -> dict[str, float]:
