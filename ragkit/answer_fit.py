@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from .answer_types import answer_type, holds_answer, holds_number, kind_naming_words
+from .answer_types import answer_type, holds_answer, kind_naming_words, says_count
 from .citations import MARKER_RE
 from .text import is_cjk_text, search_tokens, split_sentences
 
@@ -141,7 +141,7 @@ def omits_problem(sentence: str, cited_text: str, question: str) -> str:
     """``OMITS`` when ``sentence`` (English) restates the sentence of ``cited_text`` holding
     most of the question's words (at least ``UNSAID_SHARE`` of them), which says a number,
     without that number or any other word of it the question lacks; "" otherwise."""
-    if is_cjk_text(question) or holds_number(MARKER_RE.sub(" ", sentence)):
+    if is_cjk_text(question) or says_count(MARKER_RE.sub(" ", sentence)):
         return ""
     wanted = set(search_tokens(question))
     if not wanted:
@@ -149,7 +149,7 @@ def omits_problem(sentence: str, cited_text: str, question: str) -> str:
     best = max(split_sentences(cited_text), key=lambda s: len(wanted & set(search_tokens(s.text))), default=None)
     if best is None or len(wanted & set(search_tokens(best.text))) < UNSAID_SHARE * len(wanted):
         return ""
-    if not holds_number(best.text) or set(new_words(sentence, question)) & set(search_tokens(best.text)):
+    if not says_count(best.text) or set(new_words(sentence, question)) & set(search_tokens(best.text)):
         return ""
     return OMITS
 

@@ -89,13 +89,14 @@ class TypedSpan:
     text: str
 
 
-def holds_number(text: str) -> bool:
-    """True when ``text`` says a number (digits, a number word, Chinese numerals), not only a
-    date without one ("Jan", "summer")."""
+def says_count(text: str) -> bool:
+    """True when ``text`` says a number (digits, a number word, Chinese numerals with a measure
+    word), not only a date without one ("Jan", "summer"). (``graph.grading.holds_number`` is
+    the grade's looser test: any digit or numeral character.)"""
     return bool(_SPAN_PATTERNS[NUMBER].search(text))
 
 
-def holds_date(text: str) -> bool:
+def says_date(text: str) -> bool:
     """True when ``text`` says a date or a time (a year, a month, a day, a clock time, a
     weekday, a season), not only a count ("23 permanent staff")."""
     return bool(_SPAN_PATTERNS[DATE].search(text))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from .answer_types import DATE, NUMBER, PERSON, PLACE, answer_type, holds_date, holds_number, typed_spans
+from .answer_types import DATE, NUMBER, PERSON, PLACE, answer_type, says_count, says_date, typed_spans
 from .render import match_spans
 from .text import CJK_CHAR, HEADING, PERSON_TITLES, search_tokens, split_sentences
 
@@ -51,9 +51,9 @@ def answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, i
     text = HEADING.sub(lambda heading: " " * len(heading.group()), text)  # a heading is a label, not the answer
     spans = [s for s in typed_spans(text, kind, question) if not _across_lines(s.text)]
     if kind == NUMBER:  # "how many" is answered by a number: a month or a season is no count
-        spans = [s for s in spans if holds_number(s.text)]
+        spans = [s for s in spans if says_count(s.text)]
     elif kind == DATE:  # "when" is answered by a date or a time: a count is none
-        spans = [s for s in spans if holds_date(s.text)]
+        spans = [s for s in spans if says_date(s.text)]
     if kind in (PERSON, PLACE):
         dates = typed_spans(text, DATE, question)
         spans = [s for s in spans if not any(d.start <= s.start and s.end <= d.end for d in dates)]

@@ -350,6 +350,9 @@ def join_wrapped_lines(sentence: str) -> str:
     return _LINE_WRAP.sub(join, sentence)
 
 
+_BLANK_RUN = re.compile(r"\n\s*\n")
+
+
 def readable_passage(text: str) -> str:
     """A passage as a source panel quotes it: without its heading lines (the section path
     above it names them) and with each sentence's wrapped lines joined (``join_wrapped_lines``);
@@ -364,8 +367,6 @@ def readable_passage(text: str) -> str:
     out.append(body[cursor:])
     return "".join(out)
 
-
-_BLANK_RUN = re.compile(r"\n\s*\n")
 
 
 def split_paragraphs(text: str) -> list[Span]:
