@@ -326,12 +326,6 @@ class Catalog:
             _bump(conn, "vector_generation")
             return int(conn.execute(text("SELECT value FROM meta WHERE key = 'vector_generation'")).scalar_one())
 
-    def announce_index_saved(self) -> int:
-        """Bump the vector generation after a process saved Chroma's index files while
-        applying Chroma's log (a catch-up, not a write of its own): every other process then
-        re-opens before it saves its older copy over them. Returns the new generation."""
-        return self.announce_search_change()
-
     def end_vector_write(self, finished: bool) -> int:
         """Announce the end of a vector-store write; ``finished``: it completed, so the
         index files are whole again. Returns the new generation."""

@@ -312,7 +312,7 @@ class Indexer:
         checked first (``integrity.sweep``)."""
         with self.lock.hold():
             if catch_up:
-                self.fresh()
+                self.store.refresh_for_write()
             outermost = self._writing == 0 and not self._checking
             intact = True
             if outermost and catch_up and self.catalog.vector_write_interrupted():
@@ -325,6 +325,8 @@ class Indexer:
                 finished = True
             finally:
                 self._writing -= 1
+                if not self._writing:
+                    self.store.note_saved()
                 try:
                     self.store.generation = self.catalog.end_vector_write(finished and outermost and intact)
                 except Exception as exc:  # a full disk: the first bump already told the others
@@ -581,10 +583,6 @@ class Indexer:
     def kb_names(self) -> dict[str, str]:
         """Knowledge base id -> name (stored with each vector, for ``repair``)."""
         return {base.id: base.name for base in self.catalog.knowledge_bases()}
-
-    def fresh(self) -> None:
-        """Make sure this process's view of the vector store includes every other writer's."""
-        self.store.refresh()
 
 
 def _finished(item: IngestItem, result: IngestResult, started: float) -> IngestResult:

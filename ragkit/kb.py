@@ -74,8 +74,7 @@ class KnowledgeBase:
         lock = write_lock_for(settings)
         generation = lambda: self.catalog.vector_generation  # noqa: E731
         # An embedded store is opened (or created) at its first read, under the write lock.
-        self.store = VectorStore(settings, lock, generation, read_only=self.read_only,
-                                 announce=self.catalog.announce_index_saved)
+        self.store = VectorStore(settings, lock, generation, read_only=self.read_only)
         self.settings = settings_for_store(settings, self._recorded_model(settings))  # before any embedder is made
         if check_model:
             try:

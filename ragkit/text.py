@@ -342,6 +342,8 @@ def join_wrapped_lines(sentence: str) -> str:
     (as nothing between two CJK characters), not as the hard break it would be in an answer."""
 
     sentence = sentence.strip()
+    if "\n" not in sentence:
+        return sentence
 
     def join(match: re.Match) -> str:
         before, after = sentence[match.start() - 1: match.start()], sentence[match.end(): match.end() + 1]
@@ -360,6 +362,8 @@ def readable_passage(text: str) -> str:
     body = _BLANK_RUN.sub("\n\n", HEADING.sub("", text)).strip()
     if not body:
         return text
+    if "\n" not in body:
+        return body  # no line to join: spares splitting a long passage again
     out, cursor = [], 0
     for span in split_sentences(body):
         out += [body[cursor:span.start], join_wrapped_lines(span.text)]

@@ -12,7 +12,8 @@ How embedded Chroma (1.5) shares its files between processes, and the rules that
   in *its* memory are written, at *its* internal slots, plus the id map.
 - A process that opens a collection loads the saved index and, at its first read (count,
   get or query), applies every log record newer than the saved watermark to its own
-  copy, and saves it too when that was 1,000 records or more.
+  copy, and saves it too when that was 1,000 records or more. Below that, the watermark
+  stays where it was: every process that opens re-applies the same tail of the log.
 - Two processes hold differently laid-out copies (elements are placed in insertion order,
   and insertion runs in parallel threads), so when both save, the files end up with slots
   of one copy and links and the id map of the other: passages that are stored, counted and
@@ -21,22 +22,26 @@ How embedded Chroma (1.5) shares its files between processes, and the rules that
   saves such a copy.
 
 Opening is no exception: embedded Chroma writes to its folder when a client opens, and a
-client's first read saves the index files again (data_level0.bin changes even when the log
-held nothing to apply). Readers that opened during an ingest died with SIGSEGV in their
-first query, under the lock, on index files that crash any client opening them.
+client's first read saves the index files again. Re-applying the tail in parallel threads
+links its elements differently from one process to the next, so data_level0.bin often
+differs after a first read that had nothing new to apply. Readers that opened during an
+ingest died with SIGSEGV in their first query, under the lock, on index files that crash
+any client opening them.
 
 So in this module:
 
 - an embedded client is opened, and makes its first read (the log catch-up), only under
   the data dir's write lock: lazily, at its first read (a process that only lists
   documents never waits for the lock);
-- a catch-up that changed the index files announces it (``announce``: the catalog's
-  vector generation), so that every other process re-opens before it saves its own,
-  older copy over them;
 - every read and every write holds the lock, on a client that has caught up with every
   other process's writes (the vector generation says when one happened). A read waits for
   another process's save at most ``vector_read_wait_s`` (``vector_first_read_wait_s`` for a first read),
-  then raises ``VectorStoreBusy``: searches use keywords only until the save is over.
+  then raises ``VectorStoreBusy``: searches use keywords only until the save is over;
+- before a write (``refresh_for_write``), a client whose index files changed since it last
+  read or saved them (another process's first read saved its own copy) re-opens first, so
+  it never saves its older copy over them. Readers keep searching their own, consistent
+  copy: a first read is not announced, or two long-running processes would re-open each
+  other's index at every search.
 
 ``unreachable`` checks sampled vectors the way a user would notice: each one's own vector
 must find it through the index (``integrity`` runs it at every open; ``repair`` runs it on
@@ -107,13 +112,13 @@ class VectorStore:
     """Chroma collection access: add, delete, scan, nearest neighbours, reset."""
 
     def __init__(self, settings: Settings, lock: WriteLock, generation: Callable[[], int] = lambda: 0,
-                 read_only: str = "", announce: Callable[[], int] | None = None):
+                 read_only: str = ""):
         self.settings = settings
         self.lock = lock
         self.read_only = read_only  # why the data dir cannot be written: then a private copy is read
         self._copy = None  # that copy's TemporaryDirectory (removed by ``close`` or at exit)
         self._generation = generation  # the catalog's vector generation, bumped by every write
-        self._announce = announce  # bumps it (and returns it) when this client's catch-up saved the index
+        self._files_seen: dict[str, tuple[int, int]] = {}  # the index files as this client last read or saved them
         self._lock = threading.RLock()
         self.generation = -1  # the generation this client has caught up with
         self._caught_up = False
@@ -294,7 +299,6 @@ class VectorStore:
                     if self._opened:
                         log.info("vector store changed in another process: re-opening it")
                     self._open()
-                before = self._index_files() if self._announce is not None else {}
                 try:
                     self._catch_up()
                 except VectorStoreUnavailable as exc:
@@ -302,18 +306,30 @@ class VectorStore:
                     raise
                 self._failed_at = None
                 self.generation = current
-                if self._announce is not None and self._index_files() != before:
-                    # the catch-up saved this copy: others re-open before they save theirs over it
-                    log.info("applying Chroma's log saved the index: other processes re-open it")
-                    self.generation = self._announce()
+                self._files_seen = self._index_files()
         return True
 
+    def refresh_for_write(self) -> None:
+        """``refresh`` before a write (the caller holds the write lock), re-opening when the
+        index files changed since this client last read or saved them: another process's
+        first read saved its own copy (see the module docstring), which this client's older
+        copy must not be saved over."""
+        self.refresh()
+        if self._index_files() != self._files_seen:
+            log.info("another process saved the vector index since this one read it: re-opening it")
+            self.reopen_later()
+            self.refresh()
+
+    def note_saved(self) -> None:
+        """After a write (the write lock still held): the index files as this client saved them."""
+        self._files_seen = self._index_files()
+
     def _index_files(self) -> dict[str, tuple[int, int]]:
-        """Size and CRC-32 of each index file, to tell a catch-up that changed the index from
-        one that only saved it again. (A first read rewrites every file; of them, length.bin
-        differs at each save even when the log held nothing, so it is left out. CRC-32 reads
-        a 100k-passage index, about 180 MB, in some 60 ms: it only has to tell a change.)"""
-        if self.read_only or not self.folder.is_dir():
+        """Size and CRC-32 of each index file, to tell another process's save from this
+        client's. (length.bin differs at every save even when nothing else does, so it is left
+        out. CRC-32 reads a 100k-passage index, about 180 MB, in some 60 ms: once before and
+        once after a write.)"""
+        if self.remote or self.read_only or not self.folder.is_dir():
             return {}
         return {str(path): (path.stat().st_size, _crc32(path))
                 for path in sorted(self.folder.glob("*/*.bin")) if path.name != "length.bin"}
