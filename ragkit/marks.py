@@ -16,6 +16,12 @@ from .render import match_spans
 from .text import CJK_CHAR, HEADING, PERSON_TITLES, search_tokens, split_sentences
 
 _CODE_PART = re.compile(rf"[^\W_{CJK_CHAR}][-/]?$")  # "550" of "CR-550" is part of a code, not a number said
+# The last word of a capitalised name that is a body or a building, not a person ("St. Olaf College").
+_NOT_A_PERSON = frozenset(
+    "academy agency association bank bridge cathedral center centre church city club college committee company "
+    "corporation council county department foundation gallery group hall hospital hotel inc institute island lake "
+    "library ltd ministry museum observatory office orchestra park press river road school seminary society "
+    "stadium station street team theatre tower trust university".split())
 
 
 def _across_lines(span: str) -> bool:
@@ -54,6 +60,8 @@ def answer_spans(text: str, question: str, topic: str = "") -> list[tuple[int, i
         spans = [s for s in spans if says_count(s.text)]
     elif kind == DATE:  # "when" is answered by a date or a time: a count is none
         spans = [s for s in spans if says_date(s.text)]
+    if kind == PERSON:  # "who" is answered by a person: "St. Olaf College" is an institution
+        spans = [s for s in spans if s.text.split()[-1].lower() not in _NOT_A_PERSON]
     if kind in (PERSON, PLACE):
         dates = typed_spans(text, DATE, question)
         spans = [s for s in spans if not any(d.start <= s.start and s.end <= d.end for d in dates)]

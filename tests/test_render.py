@@ -244,6 +244,14 @@ def test_a_heading_or_another_table_row_is_never_marked_as_the_answer():
     assert [wrapped[a:b] for a, b in answer_spans(wrapped, "Who leads the observatory?")] == ["Dr.\nAmelia Hart"]
 
 
+def test_a_who_question_marks_people_not_the_institutions_beside_them():
+    """"Who" is answered by a person: a college, a church or a station named beside them is not marked."""
+    from ragkit.marks import answer_spans
+
+    text = "The choir was founded by Melius Christiansen at St. Olaf College."
+    assert [text[a:b] for a, b in answer_spans(text, "Who founded the choir?")] == ["Melius Christiansen"]
+
+
 def test_the_library_never_writes_streamlit_markup():
     assert not (REPO / "ragkit" / "webapp.py").exists()
     for path in (REPO / "ragkit").rglob("*.py"):
