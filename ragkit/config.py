@@ -237,6 +237,11 @@ class Settings(BaseSettings):
         default=340, ge=20, description="longest offline answer in Chinese, in characters (its mean is far shorter: "
         "further sentences must add to the answer, see extractive.Weights)")
     extractive_chars_latin: int = Field(default=340, ge=40)
+    extractive_chain_chars_latin: int = Field(
+        default=340, ge=40, description="English offline answers: a sentence linked with a quote (the next link of "
+        "a chain: it speaks of what a quote names) may fill the answer up to this many characters, when more than "
+        "extractive_chars_latin (multihop_synthetic English bridges replayed at extractive_chars_latin 240: "
+        "0.39 -> 0.54, as at 340)")
     extractive_clause_cuts_latin: bool = Field(
         default=True, description="English offline answers: an over-long sentence is cut at clause borders, not to a "
         "fixed-width window, mid-word (squad --answers replayed at 340: 0.848/308 -> 0.848/300 chars)")
@@ -244,8 +249,9 @@ class Settings(BaseSettings):
         default=0.75, ge=0, le=1, description="English offline answers: share of the similarity of a sentence of the "
         "top passage's document read from its stored vector (pooled at ingest), the rest from the sentence alone")
     extractive_alone_share_latin: float = Field(
-        default=0.75, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
-        "asked (a date, a number, a name) is quoted alone when no other scores this share of it (0: never)")
+        default=0.85, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
+        "asked (a date, a number, a name) is quoted alone when no other scores this share of it (0: never; "
+        "squad --answers replayed at 340 with extractive.LATIN_WEIGHTS: 0.892/320 chars at 0.75, 0.892/301 at 0.85)")
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
     grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")

@@ -4,7 +4,8 @@ the question, each with its [n] citation. No language model is involved.
 A sentence's score mixes (1) how much of the question's IDF-weighted vocabulary it
 contains (jieba words for Chinese, each counted once, with partial credit for a long
 word found only in pieces; folded words for English), (2) the embedding similarity
-between question and sentence, (3) the rank of the document it comes from and (4) whether
+between question and sentence, (3) the rank of the document it comes from (in English also
+its retrieval score as a share of the best: ``retrieval_shares``) and (4) whether
 it holds a thing of the kind the question asks for (a date, a number, a person, a place:
 ``answer_types``) that the question does not name. Sentences are added best first until
 the language's character budget is used, the answering one quoted first; an over-long
@@ -97,6 +98,7 @@ class Weights:
     continue_clauses: bool = False  # a quote ending in a clause mark (；：) brings the sentence after it
     announcement_chars: int = 0  # >0: a best sentence this short that only restates the question brings two after it
     links_first: bool = False  # further sentences ``linked`` with a quote come before the rest, whatever they score
+    retrieval_prior: float = 0.0  # times the retrieval score of the sentence's document, as a share of the best one's
 
 
 SEMANTIC_SHORTLIST = 16
@@ -111,8 +113,14 @@ CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True, new_words_only=
 # links_first: multihop_synthetic --multihop --mode default answer_contains 0.476 -> 0.548 (English bridges 0.393 ->
 # 0.500: 3 gained, none lost; the bridge's answer sentence came after other documents' runners-up and lost the budget
 # to them), squad_notre_dame --answers unchanged (0.829 / 305.7 chars; replayed, scripts/answer_replay.py).
-LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.6, local_rarity=True, carry=0.5,
-                        links_first=True)
+# retrieval_prior 0.75 and split_budget 0.6 -> 0.7 (with Settings.extractive_alone_share_latin 0.75 -> 0.85):
+# squad_notre_dame --answers replayed (scripts/answer_replay.py) at extractive_chars_latin 340: 0.859 / 300 chars ->
+# 0.892 / 301; at 240: 0.807 / 208 -> 0.874 / 213; at 200: 0.781 / 176 -> 0.814 / 179 (no half of the 3 random
+# splits by passage lower at any of the three). The rank prior alone weighs the top document the same whether the
+# retriever put it far ahead or level with the next; the sentence that answers was in the top passage but lost
+# the first place (and the budget) to another document's sentence sharing more question words.
+LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.7, local_rarity=True, carry=0.5,
+                        links_first=True, retrieval_prior=0.75)
 MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
@@ -408,6 +416,7 @@ def extractive_answer(
     document_rank = {}
     for index, hit in enumerate(hits):
         document_rank.setdefault(hit.doc_id, index)
+    retrieved = retrieval_shares(hits)
     for candidate in candidates:
         hit = hits[candidate.source_index]
         opening = hit.context.position == 0 and candidate.order == 0
@@ -418,12 +427,24 @@ def extractive_answer(
             + weights.new_number * bool(candidate.answer_spans)
             + weights.document_opening * opening
             + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
+            + weights.retrieval_prior * retrieved[hit.doc_id]
         )
     cut_by = scorer if not cjk and settings.extractive_clause_cuts_latin else None
-    chosen = _select(candidates, budget, set(question_tokens), weights, cut_by)
+    chain_budget = None if cjk else settings.extractive_chain_chars_latin
+    chosen = _select(candidates, budget, set(question_tokens), weights, cut_by, chain_budget)
     if not cjk:
         chosen = _alone_when_clear(chosen, candidates, settings.extractive_alone_share_latin)
     return _compose(chosen, sources, cjk)
+
+
+def retrieval_shares(hits: list[Hit]) -> dict[str, float]:
+    """Each document's best retrieval score as a share of the best of all (0 for a score not
+    above 0): how far ahead of the others the retriever put it, which its rank alone does not say."""
+    best: dict[str, float] = {}
+    for hit in hits:
+        best[hit.doc_id] = max(best.get(hit.doc_id, 0.0), hit.score)
+    top = max(best.values(), default=0.0)
+    return {doc: (max(score, 0.0) / top if top > 0 else 0.0) for doc, score in best.items()}
 
 
 def _alone_when_clear(chosen: list[tuple[Candidate, str]], candidates: list[Candidate],
@@ -444,12 +465,13 @@ def _alone_when_clear(chosen: list[tuple[Candidate, str]], candidates: list[Cand
 
 def _select(
     candidates: list[Candidate], budget: int, question_tokens: set[str], weights: Weights,
-    score: Callable[[str], float] | None = None,
+    score: Callable[[str], float] | None = None, chain_budget: int | None = None,
 ) -> list[tuple[Candidate, str]]:
     """Best sentences first while they fit; the best one may bring the sentence after it. A
     sentence passed over as adding nothing (``adds_to``) is quoted after all once a sentence
     it is ``linked`` with is: the answer's next link, whatever it repeats. An over-long one is
-    cut (``_fit``, at clause borders by ``score`` when given)."""
+    cut (``_fit``, at clause borders by ``score`` when given). A sentence ``linked`` with a
+    quote may fill up to ``chain_budget`` when that is larger: a chain's answer needs its links."""
     ranked = sorted(candidates, key=lambda c: -c.score)
     chosen: list[tuple[Candidate, str]] = []
     waiting: list[Candidate] = []
@@ -459,7 +481,8 @@ def _select(
         return any(candidate is existing for existing, _ in chosen)
 
     def room_for(candidate: Candidate) -> int:
-        return budget - used - len(f"[{candidate.source_index + 1}]")
+        chained = chain_budget is not None and any(linked(candidate, quote) for quote, _ in chosen)
+        return (max(budget, chain_budget) if chained else budget) - used - len(f"[{candidate.source_index + 1}]")
 
     def fits_whole(candidate: Candidate | None) -> bool:
         return candidate is not None and not quoted(candidate) and len(candidate.text) <= room_for(candidate)

@@ -45,8 +45,9 @@ def test_the_next_link_of_a_chain_is_quoted_before_other_documents_runners_up(mo
     yard = Hit(Passage("The yard stood in the town of Oss Bridge, on the River Oss.", 1, 0, 0, 60, 0,
                        doc_id="yard", version=1), "Marlowe & Finch", "yard.txt", "txt", 0.8)
     question = "On which river stood the shipyard that built the SS Calder Rose?"
-    answer = extractive_answer(question, [ship, sister, yard], Settings(extractive_chars_latin=180)).text
+    settings = Settings(extractive_chars_latin=180, extractive_chain_chars_latin=180)  # one budget for every quote
+    answer = extractive_answer(question, [ship, sister, yard], settings).text
     assert "River Oss" in answer and "Tay" not in answer
     monkeypatch.setattr(extractive, "LATIN_WEIGHTS", dataclasses.replace(extractive.LATIN_WEIGHTS, links_first=False))
-    answer = extractive_answer(question, [ship, sister, yard], Settings(extractive_chars_latin=180)).text
+    answer = extractive_answer(question, [ship, sister, yard], settings).text
     assert "Tay" in answer and "River Oss" not in answer

@@ -46,7 +46,8 @@ def test_the_stored_vector_of_a_sentence_of_the_top_document_decides_which_one_a
     band = hit(BAND)
     rows = np.vstack([unit(0, 1, 0), unit(1, 0.1, 0), unit(0, 0, 1)])  # in its passage, the second means the question
     assert "1846" in answer({band.id: rows}, hits=[band])
-    assert "1846" not in answer({band.id: rows}, share=0.0, hits=[band])
+    third = np.vstack([unit(0, 1, 0), unit(0, 0, 1), unit(1, 0.1, 0)])  # now the third means the question
+    assert "fight song" in answer({band.id: third}, hits=[band]) and "1846" not in answer({band.id: third}, hits=[band])
 
 
 def test_rows_that_do_not_match_the_passages_sentences_are_ignored():
