@@ -249,9 +249,10 @@ class Settings(BaseSettings):
         default=0.75, ge=0, le=1, description="English offline answers: share of the similarity of a sentence of the "
         "top passage's document read from its stored vector (pooled at ingest), the rest from the sentence alone")
     extractive_alone_share_latin: float = Field(
-        default=0.85, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
-        "asked (a date, a number, a name) is quoted alone when no other scores this share of it (0: never; "
-        "squad --answers replayed at 340 with extractive.LATIN_WEIGHTS: 0.892/320 chars at 0.75, 0.892/301 at 0.85)")
+        default=0.75, ge=0, le=1, description="English offline answers: the best sentence holding a thing of the kind "
+        "asked (a date, a number, a name) is quoted alone when no other's merit (its score without its document's "
+        "retrieval prior) is this share of its own (0: never; squad --answers replayed at 340: 0.885/297 chars at "
+        "0.75, 0.877/272 at 0.85, which costs an English multihop bridge)")
 
     # judging the evidence (calibrated with `python -m ragkit eval --unanswerable` on the shared sets)
     grade_threshold_cjk: float = Field(default=0.48, ge=0, le=1, description="share of a Chinese question's words")

@@ -113,12 +113,14 @@ CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True, new_words_only=
 # links_first: multihop_synthetic --multihop --mode default answer_contains 0.476 -> 0.548 (English bridges 0.393 ->
 # 0.500: 3 gained, none lost; the bridge's answer sentence came after other documents' runners-up and lost the budget
 # to them), squad_notre_dame --answers unchanged (0.829 / 305.7 chars; replayed, scripts/answer_replay.py).
-# retrieval_prior 0.75 and split_budget 0.6 -> 0.7 (with Settings.extractive_alone_share_latin 0.75 -> 0.85):
-# squad_notre_dame --answers replayed (scripts/answer_replay.py) at extractive_chars_latin 340: 0.859 / 300 chars ->
-# 0.892 / 301; at 240: 0.807 / 208 -> 0.874 / 213; at 200: 0.781 / 176 -> 0.814 / 179 (no half of the 3 random
-# splits by passage lower at any of the three). The rank prior alone weighs the top document the same whether the
-# retriever put it far ahead or level with the next; the sentence that answers was in the top passage but lost
-# the first place (and the budget) to another document's sentence sharing more question words.
+# retrieval_prior 0.75 and split_budget 0.6 -> 0.7: the rank prior alone weighs the top document the same whether
+# the retriever put it far ahead or level with the next; the sentence that answers was in the top passage but lost
+# the first place (and the budget) to another document's sentence sharing more question words. The prior lifts
+# every sentence of a document alike, so whether a further sentence is worth quoting (keep_ratio, and
+# Settings.extractive_alone_share_latin) compares merits, scores without it: compared with it, every sentence of
+# the top document passed, and a one-passage answer quoted markup lines that say nothing asked. squad_notre_dame
+# --answers replayed (scripts/answer_replay.py) at extractive_chars_latin 340: 0.859 / 300 chars -> 0.885 / 297
+# (0.892 / 301 comparing scores); at 240: 0.807 / 208 -> 0.866 / 212; multihop English bridges unchanged.
 LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.7, local_rarity=True, carry=0.5,
                         links_first=True, retrieval_prior=0.75)
 MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
@@ -141,6 +143,12 @@ class Candidate:
     lexical: float = 0.0
     semantic: float = 0.0
     score: float = 0.0
+    prior: float = 0.0  # the part of ``score`` its document's retrieval score gives every sentence of it
+
+    @property
+    def merit(self) -> float:
+        """The score without its document's retrieval prior: what tells sentences of one document apart."""
+        return self.score - self.prior
 
 
 @dataclass
@@ -427,8 +435,9 @@ def extractive_answer(
             + weights.new_number * bool(candidate.answer_spans)
             + weights.document_opening * opening
             + weights.rank_prior / (1.0 + 0.5 * document_rank[hit.doc_id])
-            + weights.retrieval_prior * retrieved[hit.doc_id]
         )
+        candidate.prior = weights.retrieval_prior * retrieved[hit.doc_id]
+        candidate.score += candidate.prior
     cut_by = scorer if not cjk and settings.extractive_clause_cuts_latin else None
     chain_budget = None if cjk else settings.extractive_chain_chars_latin
     chosen = _select(candidates, budget, set(question_tokens), weights, cut_by, chain_budget)
@@ -457,7 +466,7 @@ def _alone_when_clear(chosen: list[tuple[Candidate, str]], candidates: list[Cand
     if not share or not chosen:
         return chosen
     best = chosen[0][0]
-    clear = all(other is best or other.score < share * best.score for other in candidates)
+    clear = all(other is best or other.merit < share * best.merit for other in candidates)
     if not best.answer_spans or not clear or any(linked(best, other) for other, _ in chosen[1:]):
         return chosen
     return [pair for pair in chosen if pair[0] is best]
@@ -522,7 +531,7 @@ def _select(
         position += 1
         room = room_for(candidate)
         next_link = id(candidate) in links
-        if chosen and (room < 12 or (candidate.score < weights.keep_ratio * chosen[0][0].score and not next_link)):
+        if chosen and (room < 12 or (candidate.merit < weights.keep_ratio * chosen[0][0].merit and not next_link)):
             break
         if quoted(candidate):
             continue
@@ -533,7 +542,7 @@ def _select(
         if not chosen:
             runner_up = next((c for c in ranked if c is not candidate), None)
             if weights.split_budget and runner_up is not None and \
-                    runner_up.score >= weights.keep_ratio * candidate.score:
+                    runner_up.merit >= weights.keep_ratio * candidate.merit:
                 room = min(room, int(budget * weights.split_budget))  # leave room for the runner-up
             take(candidate, _fit(candidate.text, room, question_tokens, candidate.answer_spans, score))
             if weights.previous_when_connected and connects_back(candidate.text):

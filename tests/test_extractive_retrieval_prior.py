@@ -2,7 +2,8 @@
 score, not only its rank: a document far ahead of the rest lends its sentences more than one
 level with the next (``Weights.retrieval_prior``). A sentence that is the next link of a chain
 may fill the answer past ``Settings.extractive_chars_latin``, up to
-``Settings.extractive_chain_chars_latin``. Pure functions, no model."""
+``Settings.extractive_chain_chars_latin``. The prior orders documents; within one, whether a
+further sentence is worth quoting is judged without it (``Candidate.merit``). Pure functions, no model."""
 
 from __future__ import annotations
 
@@ -66,3 +67,15 @@ def test_with_the_chain_budget_no_larger_the_link_must_fit_the_answers_own_budge
     settings = Settings(extractive_chars_latin=100, extractive_chain_chars_latin=100)
     answer = extractive_answer(question, chain_hits(), settings).text
     assert "River Oss" not in answer and len(answer) <= 100
+
+
+def test_a_sentence_saying_nothing_asked_is_not_quoted_because_its_document_ranks_first(monkeypatch):
+    """The prior lifts every sentence of the top document alike: a further sentence is judged
+    on what it says (its merit), or the answer fills up with whatever else that document holds."""
+    text = ("The secret code word is pelican. <script>window.__pwned = 1</script> "
+            "<img src=x onerror=\"window.__pwned = 2\"> [click](javascript:window.__pwned=3)")
+    hits = [hit(text, 1.0, "hostile")]
+    answer = extractive_answer("What is the secret code word?", hits, Settings()).text
+    assert answer == "The secret code word is pelican.[1]"
+    candidate = extractive.Candidate("x", 0, 0, score=1.2, prior=0.75)
+    assert candidate.merit == 1.2 - 0.75
