@@ -3,12 +3,14 @@ answer to the clipboard, bringing a finished answer into view, and source text i
 contrast.
 
 Both are small scripts run by ``st.html(..., unsafe_allow_javascript=True)``; no data is
-ever part of a script: the text to copy travels HTML-escaped in an attribute.
+ever part of a script: the text to copy travels percent-encoded in an attribute (Streamlit's
+HTML sanitizer drops an attribute whose value holds "</script", "-->" or "]>", as an answer
+quoting technical notes may, so escaping alone left the Copy button copying "undefined").
 """
 
 from __future__ import annotations
 
-import html
+from urllib.parse import quote
 
 import streamlit as st
 
@@ -25,7 +27,7 @@ if (!window.ragkitCopy) {{
   document.addEventListener("click", async (event) => {{
     const button = event.target.closest && event.target.closest(".ragkit-copy");
     if (!button) return;
-    const text = button.dataset.copy;
+    const text = decodeURIComponent(button.dataset.copy);
     let copied = false;
     try {{ await navigator.clipboard.writeText(text); copied = true; }} catch (error) {{}}
     if (!copied) {{  // plain http on another address has no Clipboard API: the old way still works
@@ -77,7 +79,7 @@ _SCROLL_TO_LAST_ANSWER = """<script>
 
 def copy_button(text: str) -> None:
     """A Copy button that puts ``text`` on the clipboard (says "Copied" for two seconds)."""
-    st.html(_COPY_BUTTON.format(text=html.escape(text, quote=True)), width="content", unsafe_allow_javascript=True)
+    st.html(_COPY_BUTTON.format(text=quote(text, safe="")), width="content", unsafe_allow_javascript=True)
 
 
 def scroll_to_last_answer() -> None:

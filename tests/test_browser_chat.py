@@ -57,6 +57,18 @@ def app_url(tmp_path_factory, data_dir):
     yield from start_app(tmp_path_factory, RAGKIT_DATA_DIR=str(data_dir))
 
 
+@pytest.fixture(scope="module")
+def notes_app_url(tmp_path_factory):
+    """An app whose one document is technical notes writing arrows and a closing tag."""
+    data = tmp_path_factory.mktemp("notes-data")
+    notes = tmp_path_factory.mktemp("notes") / "release.md"
+    notes.write_text("# Release notes\n\nThe release pipeline runs build --> test --> ship, and every page "
+                     "template ends with </script> before the footer.\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "ragkit", "--data-dir", str(data), "ingest", str(notes)],
+                   cwd=REPO, env=environment_without_settings(), check=True, capture_output=True, timeout=900)
+    yield from start_app(tmp_path_factory, RAGKIT_DATA_DIR=str(data))
+
+
 @contextmanager
 def new_tab(browser, name: str, width=1400, height=1000, **options):
     """A tab in a context of its own (size, permissions, colour scheme); FAILED-<name>.png
@@ -303,3 +315,17 @@ def test_the_documents_heading_counts_what_the_search_leaves(app_url, page):
     page.get_by_placeholder("title, file name or tag").fill("handbook")
     page.get_by_placeholder("title, file name or tag").press("Enter")
     expect(heading).to_contain_text(re.compile(r"Default · 1 of 2 documents · \d+ passages?$"))
+
+
+def test_copy_keeps_an_answer_that_writes_arrows_and_closing_tags(notes_app_url, browser):
+    """The browser's HTML sanitizer drops an attribute holding "-->" or "</script": the text to
+    copy must still reach the clipboard whole, not as "undefined"."""
+    with new_tab(browser, "copy-markup", permissions=["clipboard-read", "clipboard-write"]) as page:
+        open_chat(page, notes_app_url)
+        ask_and_wait(page, "What does the release pipeline run?")
+        answer = page.get_by_test_id("stChatMessage").last
+        expect(answer).to_contain_text("build --> test --> ship")
+        answer.locator(".ragkit-copy").click()
+        expect(answer.locator(".ragkit-copy")).to_contain_text("Copied")
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert "build --> test --> ship" in copied and "</script>" in copied, copied
