@@ -99,6 +99,8 @@ class Weights:
     announcement_chars: int = 0  # >0: a best sentence this short that only restates the question brings two after it
     links_first: bool = False  # further sentences ``linked`` with a quote come before the rest, whatever they score
     retrieval_prior: float = 0.0  # times the retrieval score of the sentence's document, as a share of the best one's
+    heading_words: bool = False  # a question word of a sentence's heading counts as said by it (``_under_heading``)
+    asked_only: bool = False  # further sentences must say a question word their heading does not (``Candidate.asks``)
 
 
 SEMANTIC_SHORTLIST = 16
@@ -125,7 +127,8 @@ CJK_WEIGHTS = Weights(True, 0.0, 0.5, 0.2, 0.1, 0.15, 0.3, True, new_words_only=
 # budget 340 -> 240 (Settings.extractive_chars_latin): squad 0.885 / 297 -> 0.859 / 198 chars (split halves by
 # passage, 3 seeds: 0.833-0.866 at 193-203), multihop English bridges unchanged (15 of 28, replayed).
 LATIN_WEIGHTS = Weights(False, 0.45, 0.0, 0.2, 0.05, 0.15, 0.5, False, 0.7, local_rarity=True, carry=0.5,
-                        links_first=True, retrieval_prior=0.75)
+                        links_first=True, retrieval_prior=0.75, heading_words=True,
+                        asked_only=True)
 MIN_WINDOW = 40  # shortest cut of a further sentence worth quoting
 NO_ANSWER = {
     "zh": "知识库中没有找到与这个问题相关的内容。",
@@ -142,6 +145,8 @@ class Candidate:
     order: int  # sentence position within the chunk
     answer_spans: list = field(default_factory=list)  # parts of the kind the question asks for
     subject: str = ""  # its document's title, when the question does not name it (see ``linked``)
+    heading: str = ""  # its document's title and section path: what every sentence under them speaks of
+    asks: bool = False  # it says a question word its heading does not (``_under_heading``)
     document: str = ""  # its document's id
     lexical: float = 0.0
     semantic: float = 0.0
@@ -164,21 +169,34 @@ class ExtractiveAnswer:
     found: bool = True
 
 
-def _candidates(hits: list[Hit], question: str = "") -> list[Candidate]:
+def _candidates(hits: list[Hit], question: str = "", headings: bool = False) -> list[Candidate]:
     """The sentences of the hits, each once: overlapping chunks repeat their border sentences.
     Each carries its document's title as its ``subject`` unless ``question`` names that title
-    (the question's own subject links nothing: see ``linked``)."""
+    (the question's own subject links nothing: see ``linked``), and with ``headings`` its title and
+    section path as its ``heading``."""
     found, seen = [], set()
     for index, hit in enumerate(hits):
         subject = hit.title.strip() if hit.title and not names(hit.title, question) else ""
+        heading = " ".join(part for part in (hit.title, hit.context.section) if part) if headings else ""
         for order, span in enumerate(split_sentences(hit.context.text)):
             if is_heading(span.text):  # a Markdown heading is a label, not an answer
                 continue
             text = join_wrapped_lines(span.text)
+            if is_title_line(text, hit.title):  # the document's title line labels it, like a heading
+                continue
             if count_letters(text) >= 2 and (hit.doc_id, text) not in seen:
                 seen.add((hit.doc_id, text))
-                found.append(Candidate(text, index, order, subject=subject, document=hit.doc_id))
+                found.append(Candidate(text, index, order, subject=subject, document=hit.doc_id, heading=heading))
     return found
+
+
+def is_title_line(text: str, title: str) -> bool:
+    """True when a sentence is only its document's title ("Rupert Ansel", "Aurora Analytics annual
+    report 2026."), as the first line of many documents is: quoting it says nothing."""
+    def bare(words: str) -> str:
+        return " ".join(words.casefold().rstrip(" .:;!?。：；！？").split())
+
+    return bool(title.strip()) and bare(text) == bare(title)
 
 
 def names(title: str, text: str) -> bool:
@@ -273,9 +291,16 @@ def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], 
     names by its title speaks of what that sentence says of it (with the sentence before the
     naming one, when that points back): "She died in 1934", in Agnes Tolland's document,
     answers "When did the founder of Drennick Pottery die?" after "It was founded by Agnes
-    Tolland" (see ``linked``)."""
+    Tolland" (see ``linked``).
+
+    A question word its ``heading`` says (the document's title, its section) counts as said by
+    every sentence under it: "The last inspection was on 5 June 2025", in the Orion Bridge
+    document, says all of "When was the Orion Bridge last inspected?", and the sentence that
+    only names the bridge no longer outscores it. Only for a sentence that says a question word
+    its heading does not: one saying none ("She sails from April to October") is no likelier an
+    answer for standing under the question's subject."""
     for candidate in candidates:
-        candidate.lexical = score(candidate.text)
+        candidate.lexical = _under_heading(candidate, score)
     if not carry:
         return
     before = {(c.source_index, c.order): c for c in candidates}
@@ -290,6 +315,18 @@ def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], 
     gains = _bridge_gains(candidates, score, context, carry)
     for candidate in candidates:
         candidate.lexical += gains.get(id(candidate), 0.0)
+
+
+def _under_heading(candidate: Candidate, score: Callable[[str], float]) -> float:
+    """``candidate``'s lexical score, with the question words of its heading counted as said when
+    it says one of the others (see ``_lexical_scores``)."""
+    own = score(candidate.text)
+    if not candidate.heading or not own:
+        candidate.asks = own > 0
+        return own
+    joined = score(f"{candidate.heading} {candidate.text}")
+    candidate.asks = joined > score(candidate.heading)
+    return max(own, joined) if candidate.asks else own
 
 
 def _bridge_gains(candidates: list[Candidate], score: Callable[[str], float], context: dict[int, str],
@@ -413,7 +450,7 @@ def extractive_answer(
     budget = settings.extractive_chars_cjk if cjk else settings.extractive_chars_latin
     weights = CJK_WEIGHTS if cjk else LATIN_WEIGHTS
     question_tokens = search_tokens(question)
-    candidates = _candidates(hits, question)
+    candidates = _candidates(hits, question, weights.heading_words)
     wording = asked if asked and search_tokens(asked) else question
     scorer = (_local_lexical_scorer(wording, candidates) if weights.lexical_local
               else _lexical_scorer(search_tokens(wording), idf or {}, candidates if weights.local_rarity else None))
@@ -538,6 +575,9 @@ def _select(
         if chosen and (room < 12 or (candidate.merit < weights.keep_ratio * chosen[0][0].merit and not next_link)):
             break
         if quoted(candidate):
+            continue
+        if chosen and weights.asked_only and chosen[0][0].asks and not candidate.asks and not next_link:
+            waiting.append(candidate)  # the best says a word asked, this one only its subject: padding
             continue
         if chosen and weights.new_words_only and not near_tie(chosen[0][0], candidate, weights) and \
                 (strays(chosen, candidate, weights) or not adds_to(chosen, candidate, question_tokens)):

@@ -1,5 +1,5 @@
 """The offline answerer (English) quotes the best sentence alone when it clearly answers: it
-holds a thing of the kind asked (a date, a number, a name) and no other sentence scores
+no other sentence's merit (its score without its document's retrieval prior) is
 ``Settings.extractive_alone_share_latin`` of it; a sentence of the document the best one names
 (the next link of a chain) comes before other documents' runners-up. Pure functions, no model."""
 
