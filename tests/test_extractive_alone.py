@@ -1,6 +1,6 @@
-"""The offline answerer (English) quotes the best sentence alone when it clearly answers: it
-no other sentence's merit (its score without its document's retrieval prior) is
-``Settings.extractive_alone_share_latin`` of it; a sentence of the document the best one names
+"""The offline answerer (English) quotes the best sentence alone when it clearly answers: no
+other sentence's merit (its score without its document's retrieval prior) is
+``Settings.extractive_alone_share_latin`` of its own; a sentence of the document the best one names
 (the next link of a chain) comes before other documents' runners-up. Pure functions, no model."""
 
 from __future__ import annotations
