@@ -51,8 +51,8 @@ def test_a_further_sentence_saying_only_its_subject_is_padding(monkeypatch):
 
 
 def test_a_line_that_is_only_the_documents_title_is_never_quoted():
-    assert is_title_line("Rupert Ansel", "Rupert Ansel") and is_title_line("Aurora annual report 2026.", "aurora annual "
-                                                                                                        "report 2026")
+    assert is_title_line("Rupert Ansel", "Rupert Ansel")
+    assert is_title_line("Aurora annual report 2026.", "aurora annual report 2026")
     assert not is_title_line("Rupert Ansel was a cartographer.", "Rupert Ansel")
     text = "Rupert Ansel\nRupert Ansel (1848-1911) worked as a cartographer for the national survey office."
     answer = extractive_answer("What did Rupert Ansel work as?", hits_of([text], "Rupert Ansel"), Settings()).text
@@ -60,7 +60,8 @@ def test_a_line_that_is_only_the_documents_title_is_never_quoted():
 
 
 def test_a_chinese_answer_matches_the_sentences_own_words_not_its_heading():
-    text = "青岚茶园位于福建省武夷山市，创建于1986年，创始人是林文华。茶园面积约为320亩。茶园的主打产品是大红袍，年产量约为12吨。"
+    text = ("青岚茶园位于福建省武夷山市，创建于1986年，创始人是林文华。茶园面积约为320亩。"
+            "茶园的主打产品是大红袍，年产量约为12吨。")
     answer = extractive_answer("青岚茶园有多大？", hits_of([text], "青岚茶园简介"), Settings()).text
     assert "320亩" in answer
 
