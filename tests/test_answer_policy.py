@@ -41,8 +41,10 @@ def test_passages_far_below_the_best_are_dropped():
 LINKED = {
     "The Copper Finches.txt": "The Copper Finches are a folk band formed in 2010 by four students. "
                               "The drummer of the band is Mara Quill, who also writes most of the lyrics.",
-    "Mara Quill.txt": "Mara Quill is a musician born in 1987. She grew up in Hollowmere, where her father taught violin.",
-    "Hollowmere.txt": "Hollowmere is a market town in the hills. The River Tamsley flows through the centre of the town.",
+    "Mara Quill.txt": "Mara Quill is a musician born in 1987. "
+                      "She grew up in Hollowmere, where her father taught violin.",
+    "Hollowmere.txt": "Hollowmere is a market town in the hills. "
+                      "The River Tamsley flows through the centre of the town.",
     "The Copper Kettles.txt": "The Copper Kettles are a jazz band from the coast. Their drummer left in 2004.",
 }
 HOMETOWN = "Which river flows through the hometown of the drummer of The Copper Finches?"
