@@ -63,10 +63,24 @@ def test_the_document_the_best_passage_names_by_title_joins_the_answer_passages(
         hits = focus_hits(kb, HOMETOWN, kb.search(HOMETOWN, narrow.top_k), narrow)
         assert hits[0].filename == "The Copper Finches.txt"
         assert ids["Mara Quill.txt"] not in {hit.doc_id for hit in hits}  # the search alone misses the next hop
-        passages = add_linked_documents(kb, HOMETOWN, hits, narrow.linked_document_k)
+        passages = add_linked_documents(kb, HOMETOWN, hits, 1)
         added = passages[len(hits):]
         assert [(hit.filename, hit.linked) for hit in added] == [("Mara Quill.txt", True)]
         assert "grew up in Hollowmere" in added[0].text and added[0].score <= hits[-1].score
+    finally:
+        kb.close()
+
+
+def test_a_linked_passage_brings_the_document_it_names_in_turn_up_to_the_chains_length(settings, embedder):
+    narrow, kb, ids = linked_library(settings, embedder, top_k=1)
+    try:
+        hits = focus_hits(kb, HOMETOWN, kb.search(HOMETOWN, narrow.top_k), narrow)
+        assert [hit.filename for hit in hits] == ["The Copper Finches.txt"]
+        chain = add_linked_documents(kb, HOMETOWN, hits, 2)[1:]
+        assert [(hit.filename, hit.linked) for hit in chain] == [("Mara Quill.txt", True), ("Hollowmere.txt", True)]
+        assert "River Tamsley" in chain[1].text
+        assert [hit.filename for hit in add_linked_documents(kb, HOMETOWN, hits, 1)[1:]] == ["Mara Quill.txt"]
+        assert len(add_linked_documents(kb, HOMETOWN, hits, 5)) == 3  # Hollowmere names no further document
     finally:
         kb.close()
 

@@ -6,8 +6,8 @@ answer uses of them is decided here: passages far below the best one are dropped
 the top document's best other passage is added (found by a search within it): the
 passage holding an answer often lacks the subject's name, said in an earlier passage,
 and loses to other documents' passages. In the default path, the best passage also brings
-the documents it names by title (``add_linked_documents``): a multi-hop question's next
-document holds few of the question's words and ranks low.
+the document it names by title, and that one the document it names (``add_linked_documents``):
+a multi-hop question's next document holds few of the question's words and ranks low.
 
 A round is ``retrieve → focus → grade``; ``rewrite_query`` starts the next one. The
 rounds a question may take are ``settings.retrieval_retries`` + 1 (see
@@ -70,29 +70,41 @@ def focus_hits(passages: PassageRetriever, query: str, hits: list[Hit], settings
 
 def add_linked_documents(passages: PassageRetriever, query: str, hits: list[Hit], extra: int,
                          filters: SearchFilters | None = None) -> list[Hit]:
-    """``hits`` plus the best passage for ``query`` of each of the first ``extra`` documents
-    the top hit's passage names by title (``decompose.mentioned_titles``, in the order it names
-    them), within ``filters``, scored no higher than the last hit. A document already among
-    the hits, or one the query names (its own words found it or not), is not added."""
+    """``hits`` plus a chain of at most ``extra`` linked passages: the best passage for
+    ``query`` of the first document the top hit's passage names by title
+    (``decompose.mentioned_titles``, in the order it names them), then of the first one that
+    passage names, and so on; within ``filters``, scored no higher than the last hit. A
+    document already among the hits, or one the query names (its own words found it or
+    not), is not added."""
     if not hits or extra <= 0:
         return hits
     titles = passages.document_titles(filters)
-    text = hits[0].context.text
-    named = sorted(mentioned_titles(text, titles), key=lambda title: title_positions(title, text)[0])
     present = {hit.doc_id for hit in hits}
     floor = hits[-1].score
     added: list[Hit] = []
-    for title in named:
-        doc_id = titles[title]
-        if doc_id in present or title_positions(title, query):
-            continue
-        best = passages.search_document(query, doc_id, 1)
-        if best:
-            added.append(replace(best[0], score=min(best[0].score, floor), linked=True))
-            present.add(doc_id)
-        if len(added) >= extra:
+    source = hits[0]
+    while len(added) < extra:
+        found = _first_linked(passages, query, source.context.text, titles, present)
+        if found is None:
             break
+        source = replace(found, score=min(found.score, floor), linked=True)
+        added.append(source)
+        present.add(source.doc_id)
     return hits + added
+
+
+def _first_linked(passages: PassageRetriever, query: str, text: str, titles: dict[str, str],
+                  present: set[str]) -> Hit | None:
+    """The best passage for ``query`` of the first document ``text`` names by title that is
+    neither in ``present`` nor named by the query (None when there is none)."""
+    named = sorted(mentioned_titles(text, titles), key=lambda title: title_positions(title, text)[0])
+    for title in named:
+        if titles[title] in present or title_positions(title, query):
+            continue
+        best = passages.search_document(query, titles[title], 1)
+        if best:
+            return best[0]
+    return None
 
 
 # ----- the nodes -------------------------------------------------------------------------
@@ -115,7 +127,8 @@ def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict:
 def focus(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """The answer policy: drop passages far below the best, add the top document's best
     other passage (it often holds the answer without naming the subject) and the best
-    passage of the documents the top passage names by title (a multi-hop question's next one)."""
+    passage of the document the top passage names by title, and of the one that names (a multi-hop
+    question's next documents)."""
     query = state.query or state.standalone_question
     passages, settings = runtime.context.passages, runtime.context.settings
     hits = focus_hits(passages, query, state.hits, settings)
