@@ -106,8 +106,11 @@ def test_a_default_mode_answer_cites_from_the_linked_document(settings, embedder
     try:
         turn = ChatEngine(narrow, kb, always_answer=True).ask("s", HOMETOWN)
         assert ids["Mara Quill.txt"] in {source.doc_id for source in turn.sources}
+        followed = next(step.detail for step in turn.trace if step.step == "Followed titles")
+        assert followed.startswith("“The Copper Finches” → “Mara Quill”")
         off = narrow.model_copy(update={"linked_document_k": 0})
         turn = ChatEngine(off, kb, always_answer=True).ask("t", HOMETOWN)
         assert ids["Mara Quill.txt"] not in {source.doc_id for source in turn.sources}
+        assert not any(step.step == "Followed titles" for step in turn.trace)
     finally:
         kb.close()

@@ -131,8 +131,13 @@ def focus(state: RagState, runtime: Runtime[RagContext]) -> dict:
     question's next documents)."""
     query = state.query or state.standalone_question
     passages, settings = runtime.context.passages, runtime.context.settings
-    hits = focus_hits(passages, query, state.hits, settings)
-    return {"hits": add_linked_documents(passages, query, hits, settings.linked_document_k, state.filters)}
+    hits = add_linked_documents(passages, query, focus_hits(passages, query, state.hits, settings),
+                                settings.linked_document_k, state.filters)
+    linked = [hit.title for hit in hits if hit.linked]
+    if not linked:
+        return {"hits": hits}
+    chain = " → ".join(f"“{title}”" for title in [hits[0].title, *linked])
+    return {"hits": hits, "trace": step("Followed titles", f"{chain}: the documents the best passage names")}
 
 
 def next_query(state: RagState) -> str:
