@@ -137,7 +137,7 @@ def focus(state: RagState, runtime: Runtime[RagContext]) -> dict:
     if not linked:
         return {"hits": hits}
     chain = " → ".join(f"“{title}”" for title in [hits[0].title, *linked])
-    return {"hits": hits, "trace": step("Followed titles", f"{chain}: the documents the best passage names")}
+    return {"hits": hits, "trace": step("Followed titles", f"{chain}: each passage names the next document by title")}
 
 
 def next_query(state: RagState) -> str:
