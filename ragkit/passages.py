@@ -64,6 +64,7 @@ class Hit:
     dense_rank: int | None = None
     lexical_rank: int | None = None
     same_document: bool = False  # added by the within-document search of an answer
+    linked: bool = False  # added because the best passage names its document's title (an answer's next hop)
     parent: Passage | None = None  # the passage with its neighbours, handed to the answer (parent-child)
     url: str = ""  # a web search result's address (never stored; "" for a passage of a document)
 
@@ -112,6 +113,7 @@ class Hit:
             "score": self.score, "dense_score": self.dense_score, "lexical_score": self.lexical_score,
             "dense_rank": self.dense_rank, "lexical_rank": self.lexical_rank,
             "same_document": self.same_document,
+            "linked": self.linked,
         }
 
 

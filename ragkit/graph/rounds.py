@@ -5,7 +5,9 @@ The answer policy (``focus``): the knowledge base returns ranked passages; what 
 answer uses of them is decided here: passages far below the best one are dropped, and
 the top document's best other passage is added (found by a search within it): the
 passage holding an answer often lacks the subject's name, said in an earlier passage,
-and loses to other documents' passages.
+and loses to other documents' passages. In the default path, the best passage also brings
+the document it names by title, and that one the document it names (``add_linked_documents``):
+a multi-hop question's next document holds few of the question's words and ranks low.
 
 A round is ``retrieve → focus → grade``; ``rewrite_query`` starts the next one. The
 rounds a question may take are ``settings.retrieval_retries`` + 1 (see
@@ -27,11 +29,12 @@ from ..indexer import plural
 from ..llm import ModelChoice
 from ..passages import Hit
 from ..retrieval import SearchFilters
-from ..text import search_tokens
+from ..text import search_tokens, title_positions
 from . import events, prompts
 from .budget import structured_reply
 from .chain import NotUseful, ask_chain, judges_now
 from .context import RagContext
+from .decompose import mentioned_titles
 from .retriever import PassageRetriever
 from .state import RagState, add_time, step
 
@@ -65,6 +68,45 @@ def focus_hits(passages: PassageRetriever, query: str, hits: list[Hit], settings
                              settings.same_document_k)
 
 
+def add_linked_documents(passages: PassageRetriever, query: str, hits: list[Hit], extra: int,
+                         filters: SearchFilters | None = None) -> list[Hit]:
+    """``hits`` plus a chain of at most ``extra`` linked passages: the best passage for
+    ``query`` of the first document the top hit's passage names by title
+    (``decompose.mentioned_titles``, in the order it names them), then of the first one that
+    passage names, and so on; within ``filters``, scored no higher than the last hit. A
+    document already among the hits, or one the query names (its own words found it or
+    not), is not added."""
+    if not hits or extra <= 0:
+        return hits
+    titles = passages.document_titles(filters)
+    present = {hit.doc_id for hit in hits}
+    floor = hits[-1].score
+    added: list[Hit] = []
+    source = hits[0]
+    while len(added) < extra:
+        found = _first_linked(passages, query, source.context.text, titles, present)
+        if found is None:
+            break
+        source = replace(found, score=min(found.score, floor), linked=True)
+        added.append(source)
+        present.add(source.doc_id)
+    return hits + added
+
+
+def _first_linked(passages: PassageRetriever, query: str, text: str, titles: dict[str, str],
+                  present: set[str]) -> Hit | None:
+    """The best passage for ``query`` of the first document ``text`` names by title that is
+    neither in ``present`` nor named by the query (None when there is none)."""
+    named = sorted(mentioned_titles(text, titles), key=lambda title: title_positions(title, text)[0])
+    for title in named:
+        if titles[title] in present or title_positions(title, query):
+            continue
+        best = passages.search_document(query, titles[title], 1)
+        if best:
+            return best[0]
+    return None
+
+
 # ----- the nodes -------------------------------------------------------------------------
 
 
@@ -84,9 +126,18 @@ def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict:
 
 def focus(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """The answer policy: drop passages far below the best, add the top document's best
-    other passage (it often holds the answer without naming the subject)."""
+    other passage (it often holds the answer without naming the subject) and the best
+    passage of the document the top passage names by title, and of the one that names (a multi-hop
+    question's next documents)."""
     query = state.query or state.standalone_question
-    return {"hits": focus_hits(runtime.context.passages, query, state.hits, runtime.context.settings)}
+    passages, settings = runtime.context.passages, runtime.context.settings
+    hits = add_linked_documents(passages, query, focus_hits(passages, query, state.hits, settings),
+                                settings.linked_document_k, state.filters)
+    linked = [hit.title for hit in hits if hit.linked]
+    if not linked:
+        return {"hits": hits}
+    chain = " → ".join(f"“{title}”" for title in [hits[0].title, *linked])
+    return {"hits": hits, "trace": step("Followed titles", f"{chain}: each passage names the next document by title")}
 
 
 def next_query(state: RagState) -> str:
