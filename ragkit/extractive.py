@@ -100,7 +100,7 @@ class Weights:
     links_first: bool = False  # further sentences ``linked`` with a quote come before the rest, whatever they score
     retrieval_prior: float = 0.0  # times the retrieval score of the sentence's document, as a share of the best one's
     heading_words: bool = False  # a question word of a sentence's heading counts as said by it (``_under_heading``)
-    asked_only: bool = False  # further sentences must say a question word their heading does not (``Candidate.asks``)
+    asked_only: bool = False  # further sentences must say as much asked as the best one (``Candidate.says``)
 
 
 SEMANTIC_SHORTLIST = 16
@@ -146,7 +146,7 @@ class Candidate:
     answer_spans: list = field(default_factory=list)  # parts of the kind the question asks for
     subject: str = ""  # its document's title, when the question does not name it (see ``linked``)
     heading: str = ""  # its document's title and section path: what every sentence under them speaks of
-    asks: bool = False  # it says a question word its heading does not (``_under_heading``)
+    says: int = 0  # 2: a question word its heading does not say, 1: only its heading's, 0: none (``_under_heading``)
     document: str = ""  # its document's id
     lexical: float = 0.0
     semantic: float = 0.0
@@ -170,7 +170,8 @@ class ExtractiveAnswer:
 
 
 def _candidates(hits: list[Hit], question: str = "", headings: bool = False) -> list[Candidate]:
-    """The sentences of the hits, each once: overlapping chunks repeat their border sentences.
+    """The sentences of the hits, each once: overlapping chunks repeat their border sentences, a copy
+    of a document (the same file in two knowledge bases) all of them.
     Each carries its document's title as its ``subject`` unless ``question`` names that title
     (the question's own subject links nothing: see ``linked``), and with ``headings`` its title and
     section path as its ``heading``."""
@@ -184,8 +185,8 @@ def _candidates(hits: list[Hit], question: str = "", headings: bool = False) -> 
             text = join_wrapped_lines(span.text)
             if is_title_line(text, hit.title):  # the document's title line labels it, like a heading
                 continue
-            if count_letters(text) >= 2 and (hit.doc_id, text) not in seen:
-                seen.add((hit.doc_id, text))
+            if count_letters(text) >= 2 and text not in seen:  # a copy of a document says it once
+                seen.add(text)
                 found.append(Candidate(text, index, order, subject=subject, document=hit.doc_id, heading=heading))
     return found
 
@@ -322,11 +323,11 @@ def _under_heading(candidate: Candidate, score: Callable[[str], float]) -> float
     it says one of the others (see ``_lexical_scores``)."""
     own = score(candidate.text)
     if not candidate.heading or not own:
-        candidate.asks = own > 0
+        candidate.says = 2 if own > 0 else 0
         return own
     joined = score(f"{candidate.heading} {candidate.text}")
-    candidate.asks = joined > score(candidate.heading)
-    return max(own, joined) if candidate.asks else own
+    candidate.says = 2 if joined > score(candidate.heading) else 1
+    return max(own, joined) if candidate.says == 2 else own
 
 
 def _bridge_gains(candidates: list[Candidate], score: Callable[[str], float], context: dict[int, str],
@@ -576,8 +577,8 @@ def _select(
             break
         if quoted(candidate):
             continue
-        if chosen and weights.asked_only and chosen[0][0].asks and not candidate.asks and not next_link:
-            waiting.append(candidate)  # the best says a word asked, this one only its subject: padding
+        if chosen and weights.asked_only and candidate.says < min(2, chosen[0][0].says) and not next_link:
+            waiting.append(candidate)  # it says less of the question than the best (only its subject): padding
             continue
         if chosen and weights.new_words_only and not near_tie(chosen[0][0], candidate, weights) and \
                 (strays(chosen, candidate, weights) or not adds_to(chosen, candidate, question_tokens)):

@@ -74,3 +74,18 @@ def test_the_last_hop_of_a_chain_is_answered_at_the_chains_budget():
     question = "What was the profession of the husband of the painter of Evening at Stoke Vellum?"
     fact = _fact(context, question, hits_of([text], "Rupert Ansel")[0], 3)
     assert "cartographer" in fact and fact.endswith("[3]") and len(fact) > 60
+
+
+def test_a_sentence_saying_no_question_word_is_padding_beside_one_saying_only_the_subject():
+    led = "The observatory is led by Dr. Amelia Hart, who came from the U.S. Naval Observatory in 2015."
+    telescope = "The main telescope has a mirror of 2.4 metres and was first used on 9 May 2003."
+    hits = hits_of([led, telescope], "Marlow Observatory Report")
+    answer = extractive_answer("Who leads the Marlow Observatory?", hits, Settings(extractive_alone_share_latin=0)).text
+    assert answer == led + "[1]"
+
+
+def test_the_same_file_in_two_knowledge_bases_is_quoted_once():
+    depot = "The depot is run by Mr. Paolo Ricci since 1 Sept. 2021."
+    hits = hits_of([depot], "Vantor Rail Manual", "one") + hits_of([depot], "Vantor Rail Manual", "two")
+    answer = extractive_answer("Who runs the depot?", hits, Settings()).text
+    assert answer.count("Paolo Ricci") == 1
