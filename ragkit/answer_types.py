@@ -193,6 +193,13 @@ def _cjk_tagged(text: str) -> tuple[tuple[str, str], ...]:
     return tuple((pair.word, pair.flag) for pair in _jieba_tagger().cut(text))
 
 
+def is_cjk_action(text: str) -> bool:
+    """True when jieba tags every word of a Chinese ``text`` as a verb ("创立", "创建于"), not a
+    verbal noun ("设计", "vn") or a noun: what a question says was done, never what it is about."""
+    tagged = [flag for word, flag in _cjk_tagged(text) if word.strip()]
+    return bool(tagged) and all(flag.startswith("v") and flag != "vn" for flag in tagged)
+
+
 def _cjk_names(text: str, tags: tuple[str, ...]) -> list[str]:
     """The words of ``text`` jieba tags with one of ``tags`` (two characters or more)."""
     return [word for word, flag in _cjk_tagged(text) if flag in tags and len(word) >= 2]

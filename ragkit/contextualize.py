@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .answer_types import is_cjk_action
 from .extractive import CJK_QUESTION_WORDS
 from .text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, chinese_words, is_cjk_text, search_tokens
 
@@ -41,6 +42,9 @@ _ENGLISH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’.&-]*")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 MAX_CARRIED_TERMS = 6
 
+# "青岚茶园的年产量是多少？" asks the 年产量 of 青岚茶园: the owner before 的 is what the question is about,
+# though the answering passage repeats the attribute ("年产量约为12吨") and not the owner's full name.
+POSSESSOR_WEIGHT = 2.0
 Rarity = Callable[[str], float]  # higher for a phrase that is rarer in the knowledge base
 
 
@@ -151,13 +155,14 @@ def _close(run: list[str]) -> list[str]:
 def _chinese_candidates(question: str, evidence: str = "") -> list[str]:
     """Latin names, the longest pieces of the question that the evidence repeats (names
     are cut wrongly by word segmentation, but appear verbatim in their passage), and runs
-    of words between function words (in case the evidence is the wrong passage)."""
+    of words between function words (in case the evidence is the wrong passage); never a
+    piece of verbs alone ("创立" in "云岭茶业是谁创立的？": what was done, not what it is about)."""
     found = [run for run in re.findall(r"[A-Za-z0-9][A-Za-z0-9 .&-]*[A-Za-z0-9]", question)
              if any(ch.isalpha() for ch in run)]
     for run in _CJK_RUN.findall(question):
         pieces = (_common_pieces(run, evidence) if evidence else []) + _word_runs(run)
         found.extend(piece for piece in (_trim(p) for p in pieces)
-                     if len(piece) >= 2 and not set(piece) <= _TIME_AND_FUNCTION_CHARS)
+                     if len(piece) >= 2 and not set(piece) <= _TIME_AND_FUNCTION_CHARS and not is_cjk_action(piece))
     return list(dict.fromkeys(found))
 
 
@@ -218,7 +223,8 @@ def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None
 def subject_options(question: str, evidence: str = "", rarity: Rarity | None = None) -> list[str]:
     """Phrases ``question`` may be about, likeliest first: rare in the knowledge base,
     repeated in the evidence (the passage that answered it, which is about its subject),
-    early in the question. Only those scoring at least a third of the best are kept: a common
+    early in the question, in Chinese the owner before 的 (``POSSESSOR_WEIGHT``). Only those
+    scoring at least a third of the best are kept: a common
     word the passage happens to share is no candidate."""
     cjk = is_cjk_text(question)
     candidates = _chinese_candidates(question, evidence) if cjk else _english_candidates(question)
@@ -228,7 +234,8 @@ def subject_options(question: str, evidence: str = "", rarity: Rarity | None = N
     def score(phrase: str) -> float:
         repeats = lowered_evidence.count(phrase.lower()) if evidence else 0
         where = max(question.lower().find(phrase.lower()), 0) / max(len(question), 1)
-        return measure(phrase) * (1.0 + math.log1p(repeats)) / (1.0 + 0.5 * where)
+        owner = POSSESSOR_WEIGHT if cjk and f"{phrase}的" in question else 1.0
+        return owner * measure(phrase) * (1.0 + math.log1p(repeats)) / (1.0 + 0.5 * where)
 
     scored = sorted(((score(c), c) for c in candidates), reverse=True)
     return [phrase for value, phrase in scored if value >= 0.35 * scored[0][0]] if scored else []

@@ -34,6 +34,21 @@ def test_a_chinese_reference_is_replaced_by_the_subject_the_passage_repeats():
         == "青松茶园的续航怎么样？"
 
 
+def test_a_chinese_verb_is_never_the_subject_a_follow_up_refers_to():
+    previous = Exchange("云岭茶业是谁创立的？", "云岭茶业由张明远于1992年创立[1]。",
+                        "云岭茶业由张明远于1992年创立，最初只有五名员工。")
+    assert heuristic_rewrite("它是什么时候创建的？", [previous]) == "云岭茶业是什么时候创建的？"
+
+
+@pytest.mark.parametrize("question, evidence, owner", [
+    ("青岚茶园的年产量是多少？", "茶园的主打产品是大红袍，年产量约为12吨。", "青岚茶园"),
+    ("北辰科技的首席执行官是谁？", "公司现任首席执行官是陈思远博士。", "北辰科技"),
+])
+def test_a_chinese_follow_up_refers_to_the_owner_before_de_not_the_attribute_the_passage_repeats(
+        question, evidence, owner):
+    assert heuristic_rewrite("它的产品编号是什么？", [Exchange(question, "", evidence)]) == f"{owner}的产品编号是什么？"
+
+
 def test_complete_questions_and_inner_references_are_left_alone():
     assert heuristic_rewrite("青松茶园在哪里？", [LIGHTHOUSE]) == "青松茶园在哪里？"
     assert heuristic_rewrite("Who founded Aurora Analytics?", [LIGHTHOUSE]) == "Who founded Aurora Analytics?"
