@@ -194,7 +194,7 @@ def _cjk_tagged(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def is_cjk_action(text: str) -> bool:
-    """True when jieba tags every word of a Chinese ``text`` as a verb ("创立", "创建于"), not a
+    """True when jieba tags every word of a Chinese ``text`` as a verb ("创立", "成立"), not a
     verbal noun ("设计", "vn") or a noun: what a question says was done, never what it is about."""
     tagged = [flag for word, flag in _cjk_tagged(text) if word.strip()]
     return bool(tagged) and all(flag.startswith("v") and flag != "vn" for flag in tagged)

@@ -42,8 +42,9 @@ _ENGLISH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’.&-]*")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 MAX_CARRIED_TERMS = 6
 
-# "青岚茶园的年产量是多少？" asks the 年产量 of 青岚茶园: the owner before 的 is what the question is about,
-# though the answering passage repeats the attribute ("年产量约为12吨") and not the owner's full name.
+# "青岚茶园的年产量是多少？" asks the 年产量 of 青岚茶园: the owner before 的, opening the question, is what it
+# is about, though the answering passage repeats the attribute ("年产量约为12吨") and not the owner's full name
+# (not "谁主演的电影获得了金鸡奖？": a clause before 的 that does not open the question describes, it owns nothing).
 POSSESSOR_WEIGHT = 2.0
 Rarity = Callable[[str], float]  # higher for a phrase that is rarer in the knowledge base
 
@@ -156,14 +157,21 @@ def _chinese_candidates(question: str, evidence: str = "") -> list[str]:
     """Latin names, the longest pieces of the question that the evidence repeats (names
     are cut wrongly by word segmentation, but appear verbatim in their passage), and runs
     of words between function words (in case the evidence is the wrong passage); never a
-    piece of verbs alone ("创立" in "云岭茶业是谁创立的？": what was done, not what it is about)."""
+    piece of verbs alone after the question's opening ("创立" in "云岭茶业是谁创立的？": what was
+    done, not what it is about; jieba tags some names as verbs, "联想是谁创立的？", which open it)."""
     found = [run for run in re.findall(r"[A-Za-z0-9][A-Za-z0-9 .&-]*[A-Za-z0-9]", question)
              if any(ch.isalpha() for ch in run)]
     for run in _CJK_RUN.findall(question):
         pieces = (_common_pieces(run, evidence) if evidence else []) + _word_runs(run)
         found.extend(piece for piece in (_trim(p) for p in pieces)
-                     if len(piece) >= 2 and not set(piece) <= _TIME_AND_FUNCTION_CHARS and not is_cjk_action(piece))
+                     if len(piece) >= 2 and not set(piece) <= _TIME_AND_FUNCTION_CHARS
+                     and (_opens(question, piece) or not is_cjk_action(piece)))
     return list(dict.fromkeys(found))
+
+
+def _opens(question: str, piece: str) -> bool:
+    """True when ``question`` starts with ``piece``: the place of what a Chinese question is about."""
+    return question.strip().startswith(piece)
 
 
 _TIME_AND_FUNCTION_CHARS = frozenset("年月日至时分秒号的了在是和与及或等个中上下前后之其")
@@ -223,7 +231,7 @@ def find_subject(question: str, evidence: str = "", rarity: Rarity | None = None
 def subject_options(question: str, evidence: str = "", rarity: Rarity | None = None) -> list[str]:
     """Phrases ``question`` may be about, likeliest first: rare in the knowledge base,
     repeated in the evidence (the passage that answered it, which is about its subject),
-    early in the question, in Chinese the owner before 的 (``POSSESSOR_WEIGHT``). Only those
+    early in the question, in Chinese the owner before 的 opening it (``POSSESSOR_WEIGHT``). Only those
     scoring at least a third of the best are kept: a common
     word the passage happens to share is no candidate."""
     cjk = is_cjk_text(question)
@@ -234,7 +242,7 @@ def subject_options(question: str, evidence: str = "", rarity: Rarity | None = N
     def score(phrase: str) -> float:
         repeats = lowered_evidence.count(phrase.lower()) if evidence else 0
         where = max(question.lower().find(phrase.lower()), 0) / max(len(question), 1)
-        owner = POSSESSOR_WEIGHT if cjk and f"{phrase}的" in question else 1.0
+        owner = POSSESSOR_WEIGHT if cjk and _opens(question, f"{phrase}的") else 1.0
         return owner * measure(phrase) * (1.0 + math.log1p(repeats)) / (1.0 + 0.5 * where)
 
     scored = sorted(((score(c), c) for c in candidates), reverse=True)

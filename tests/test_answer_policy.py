@@ -114,3 +114,33 @@ def test_a_default_mode_answer_cites_from_the_linked_document(settings, embedder
         assert not any(step.step == "Followed titles" for step in turn.trace)
     finally:
         kb.close()
+
+
+def test_a_one_word_title_at_a_sentence_start_links_nothing(settings, embedder):
+    narrow, kb, ids = linked_library(settings, embedder)
+    try:
+        kb.ingest(b"About: a shoe shop on the high street.", filename="About.txt")
+        opening = [Hit(Passage("About 300 people came to hear the band.", 1, 0, 0, 40, 9, "x", 1),
+                       "Concert night", "night.txt", "txt", 1.0)]
+        assert add_linked_documents(kb, HOMETOWN, opening, 2) == opening
+    finally:
+        kb.close()
+
+
+class TwoCopies:
+    """The edge of ``add_linked_documents``: a library where the band's file is also in a second
+    knowledge base, its title standing for the copy."""
+
+    def document_titles(self, filters=None):
+        return {"The Copper Finches": "copy", "Mara Quill": "mara"}
+
+    def search_document(self, query, doc_id, k):
+        text = LINKED["The Copper Finches.txt" if doc_id == "copy" else "Mara Quill.txt"]
+        return [Hit(Passage(text, 1, 0, 0, len(text), 9, doc_id, 1), "", f"{doc_id}.txt", "txt", 0.5)]
+
+
+def test_a_copy_of_a_document_already_found_takes_no_place_in_the_chain():
+    band = LINKED["The Copper Finches.txt"]
+    found = [Hit(Passage(band, 1, 0, 0, len(band), 9, "band", 1), "The Copper Finches", "band.txt", "txt", 1.0)]
+    chain = add_linked_documents(TwoCopies(), "Which river flows through the drummer's hometown?", found, 1)[1:]
+    assert [hit.doc_id for hit in chain] == ["mara"]

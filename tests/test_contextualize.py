@@ -10,6 +10,7 @@ from ragkit.contextualize import (
     heuristic_rewrite,
     needs_context,
     plausible_rewrite,
+    rewrite_options,
 )
 
 LIGHTHOUSE = Exchange("Who was the last resident keeper of the Skerry Point Lighthouse?",
@@ -34,10 +35,15 @@ def test_a_chinese_reference_is_replaced_by_the_subject_the_passage_repeats():
         == "青松茶园的续航怎么样？"
 
 
-def test_a_chinese_verb_is_never_the_subject_a_follow_up_refers_to():
+def test_a_chinese_verb_is_never_a_subject_a_follow_up_may_refer_to():
     previous = Exchange("云岭茶业是谁创立的？", "云岭茶业由张明远于1992年创立[1]。",
                         "云岭茶业由张明远于1992年创立，最初只有五名员工。")
-    assert heuristic_rewrite("它是什么时候创建的？", [previous]) == "云岭茶业是什么时候创建的？"
+    assert rewrite_options("它是什么时候创建的？", [previous]) == ["云岭茶业是什么时候创建的？"]
+
+
+def test_a_name_jieba_tags_as_a_verb_is_still_the_subject_when_it_opens_the_question():
+    previous = Exchange("联想是谁创立的？", "", "联想由柳传志等人于1984年创立。")
+    assert heuristic_rewrite("它的总部在哪里？", [previous]) == "联想的总部在哪里？"
 
 
 @pytest.mark.parametrize("question, evidence, owner", [

@@ -34,7 +34,7 @@ def test_with_the_share_at_zero_further_sentences_fill_the_budget_as_before():
     assert "1986" in answer and ("programmes" in answer or "fellows" in answer)
 
 
-def test_a_best_sentence_holding_nothing_of_the_kind_asked_keeps_its_company():
+def test_a_best_sentence_with_a_close_runner_up_keeps_its_company():
     answer = extractive_answer("What do the Kroc Institute programmes and fellows do?", [hit(TEXT)], Settings()).text
     assert "programmes" in answer and "fellows" in answer
 

@@ -408,8 +408,8 @@ def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:
 def _fact(context: RagContext, question: str, hit: Hit, n: int) -> str:
     """The best sentences of one passage for ``question`` (the extractive answerer's), cited as ``n``.
     The passage is the chain's last link, so it may fill the chain's budget
-    (``extractive_chain_chars_latin``) and is never cut to one sentence: the question's words name
-    the first hop, so the sentence that answers seldom outscores the rest of its passage."""
+    (``extractive_chain_chars_latin``) and its best sentence is never quoted alone: the question's
+    words name the first hop, so the sentence that answers seldom outscores the rest of its passage."""
     settings = context.settings.model_copy(update={
         "extractive_chars_latin": max(context.settings.extractive_chars_latin,
                                       context.settings.extractive_chain_chars_latin),

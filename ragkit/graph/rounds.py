@@ -25,6 +25,7 @@ from langgraph.runtime import Runtime
 
 from ..config import Settings
 from ..contextualize import clean_rewrite
+from ..extractive import names
 from ..indexer import plural
 from ..llm import ModelChoice
 from ..passages import Hit
@@ -79,7 +80,7 @@ def add_linked_documents(passages: PassageRetriever, query: str, hits: list[Hit]
     if not hits or extra <= 0:
         return hits
     titles = passages.document_titles(filters)
-    present = {hit.doc_id for hit in hits}
+    present = {hit.doc_id for hit in hits} | {titles[hit.title] for hit in hits if hit.title in titles}
     floor = hits[-1].score
     added: list[Hit] = []
     source = hits[0]
@@ -96,8 +97,11 @@ def add_linked_documents(passages: PassageRetriever, query: str, hits: list[Hit]
 def _first_linked(passages: PassageRetriever, query: str, text: str, titles: dict[str, str],
                   present: set[str]) -> Hit | None:
     """The best passage for ``query`` of the first document ``text`` names by title that is
-    neither in ``present`` nor named by the query (None when there is none)."""
-    named = sorted(mentioned_titles(text, titles), key=lambda title: title_positions(title, text)[0])
+    neither in ``present`` nor named by the query (None when there is none). A one-word title
+    counts only where no sentence starts (``extractive.names``: "About 300 people came" names
+    no document titled "About")."""
+    named = sorted((title for title in mentioned_titles(text, titles) if names(title, text)),
+                   key=lambda title: title_positions(title, text)[0])
     for title in named:
         if titles[title] in present or title_positions(title, query):
             continue
@@ -131,12 +135,13 @@ def focus(state: RagState, runtime: Runtime[RagContext]) -> dict:
     question's next documents)."""
     query = state.query or state.standalone_question
     passages, settings = runtime.context.passages, runtime.context.settings
-    hits = add_linked_documents(passages, query, focus_hits(passages, query, state.hits, settings),
-                                settings.linked_document_k, state.filters)
-    linked = [hit.title for hit in hits if hit.linked]
+    extra = settings.linked_document_k if state.chat_mode == "default" else 0  # agentic mode follows its own hops
+    hits = add_linked_documents(passages, query, focus_hits(passages, query, state.hits, settings), extra,
+                                state.filters)
+    linked = [hit.title or hit.filename for hit in hits if hit.linked]
     if not linked:
         return {"hits": hits}
-    chain = " → ".join(f"“{title}”" for title in [hits[0].title, *linked])
+    chain = " → ".join(f"“{title}”" for title in [hits[0].title or hits[0].filename, *linked])
     return {"hits": hits, "trace": step("Followed titles", f"{chain}: each passage names the next document by title")}
 
 
