@@ -305,8 +305,9 @@ def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], 
     only names the bridge no longer outscores it. Only for a sentence that says a question word
     its heading does not: one saying none ("She sails from April to October") is no likelier an
     answer for standing under the question's subject."""
+    heading_scores = {heading: score(heading) for heading in {c.heading for c in candidates if c.heading}}
     for candidate in candidates:
-        candidate.lexical = _under_heading(candidate, score)
+        candidate.lexical = _under_heading(candidate, score, heading_scores.get(candidate.heading, 0.0))
     if not carry:
         return
     before = {(c.source_index, c.order): c for c in candidates}
@@ -323,15 +324,15 @@ def _lexical_scores(candidates: list[Candidate], score: Callable[[str], float], 
         candidate.lexical += gains.get(id(candidate), 0.0)
 
 
-def _under_heading(candidate: Candidate, score: Callable[[str], float]) -> float:
-    """``candidate``'s lexical score, with the question words of its heading counted as said when
-    it says one of the others (see ``_lexical_scores``)."""
+def _under_heading(candidate: Candidate, score: Callable[[str], float], heading_score: float) -> float:
+    """``candidate``'s lexical score, with the question words of its heading (which score
+    ``heading_score`` alone) counted as said when it says one of the others (see ``_lexical_scores``)."""
     own = score(candidate.text)
     if not candidate.heading or not own:
         candidate.says = 2 if own > 0 else 0
         return own
     joined = score(f"{candidate.heading} {candidate.text}")
-    candidate.says = 2 if joined > score(candidate.heading) else 1
+    candidate.says = 2 if joined > heading_score else 1
     return joined if candidate.says == 2 else own
 
 
