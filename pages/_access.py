@@ -14,7 +14,7 @@ require_access(), for the one case where Streamlit runs a page without the entry
 Every run records whether its session is let in, for the upload gate
 (``pages._upload_gate``: Streamlit's upload endpoint takes no file from a session that
 has not logged in), and wrong passwords are slowed down per address and for the whole
-server (``ragkit.access.LoginThrottle``).
+server (``ragkit.app.access.LoginThrottle``).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import _upload_gate
-from ragkit.access import LoginThrottle
+from ragkit.app.access import LoginThrottle
+from ragkit.app.render import escape_markdown
 from ragkit.config import SettingsError, load_settings
-from ragkit.render import escape_markdown
 
 _GRANTED = "ragkit-password-ok"
 _ASKED_PAGE = "ragkit-page-asked-before-login"
@@ -61,8 +61,8 @@ def current_person() -> str | None:
 
 
 def may_edit_documents() -> bool:
-    """Whether this visitor may add, edit and delete documents (see ``ragkit.people``)."""
-    from ragkit.people import may_edit
+    """Whether this visitor may add, edit and delete documents (see ``ragkit.store.people``)."""
+    from ragkit.store.people import may_edit
 
     return may_edit(load_settings(), current_person())
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._access import current_person
-from ragkit.catalog import KnowledgeBaseInfo
+from ragkit.app.render import escape_markdown
 from ragkit.errors import RagkitError
-from ragkit.kb import KnowledgeBase, plural
-from ragkit.render import escape_markdown
+from ragkit.store.kb import KnowledgeBase, plural
+from ragkit.types import KnowledgeBaseInfo
 
 CURRENT_KB = "current-kb"  # the knowledge base the Documents and Stats pages show (its id)
 ALL = "*"  # the Stats page's "every knowledge base"

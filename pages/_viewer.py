@@ -3,7 +3,7 @@
 A PDF opens at the cited page, drawn with the cited sentences highlighted (previous and
 next page at hand, the whole PDF below); any other document shows the passage in its
 surrounding text, scrolled to and highlighted. The original file can be downloaded when
-it was kept. The work (finding the text, drawing the page) is ``ragkit.viewer``'s.
+it was kept. The work (finding the text, drawing the page) is ``ragkit.app.viewer``'s.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import uuid
 
 import streamlit as st
 
-from ragkit.catalog import DocumentRecord
-from ragkit.citations import Source
-from ragkit.render import escape_line
-from ragkit.viewer import quote_pieces, render_pdf_page, text_context
+from ragkit.app.render import escape_line
+from ragkit.app.viewer import quote_pieces, render_pdf_page, text_context
+from ragkit.types import DocumentRecord, Source
 
 VIEWER = "source-viewer"  # what the dialog shows: doc_id, page, passage_id, quote, cited page
 DOWNLOAD_TYPES = {"pdf": "application/pdf", "docx": "application/vnd.openxmlformats-officedocument."
@@ -101,7 +100,7 @@ def _pdf_viewer_available() -> bool:
 
 
 def _text_view(kb, doc: DocumentRecord, target: dict) -> None:
-    from ragkit.viewer import page_text
+    from ragkit.app.viewer import page_text
 
     passages = kb.passages(doc.id)
     passage = next((p for p in passages if p.id == target.get("passage_id")), None)

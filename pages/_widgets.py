@@ -5,7 +5,7 @@ imports Streamlit nor writes Streamlit's Markdown directives. The service (embed
 model, Chroma store, graph) is built once per process in a background thread, so the
 first page renders while the model is still loading.
 
-Every piece of data reaches Streamlit through ragkit.render's escaping: Streamlit
+Every piece of data reaches Streamlit through ragkit.app.render's escaping: Streamlit
 renders Markdown (images included) in st.markdown, captions, alerts, expander, button
 and popover labels and progress texts.
 """
@@ -19,16 +19,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
-from ragkit.citations import Source, match_strength
+from ragkit.answering.citations import match_strength
+from ragkit.answering.marks import answer_spans
+from ragkit.app.history import HistoryManager
+from ragkit.app.jobs import IngestJob
+from ragkit.app.render import escape_line, escape_markdown, safe_answer_markdown
+from ragkit.app.service import RagService
 from ragkit.config import load_settings
 from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
-from ragkit.history import HistoryManager, Turn
-from ragkit.jobs import IngestJob
-from ragkit.llm import model_status
-from ragkit.marks import answer_spans
-from ragkit.render import escape_line, escape_markdown, match_spans, safe_answer_markdown
-from ragkit.service import RagService
-from ragkit.text import is_cjk_text
+from ragkit.lang.text import is_cjk_text, match_spans
+from ragkit.models.chat import model_status
+from ragkit.types import Source, Turn
 
 log = logging.getLogger(__name__)
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-loader")

@@ -2,7 +2,7 @@
 
 Every command exits 0 on success and non-zero with a one-line reason on failure. Every
 text that comes from a file, a document, a model or the user (names, titles, passages,
-answers, messages) is printed through :func:`ragkit.render.terminal_safe`: control
+answers, messages) is printed through :func:`ragkit.app.render.terminal_safe`: control
 characters show as visible codes, so a file name cannot clear the screen or forge a line.
 """
 
@@ -14,11 +14,15 @@ import re
 import sys
 from pathlib import Path
 
-from .config import load_settings
-from .errors import RagkitError
-from .folders import collect_files
-from .passages import section_trail
-from .render import terminal_json, terminal_json_text, terminal_safe
+from ragkit.app.engine import ChatEngine, QuestionError
+from ragkit.app.history import HistoryManager, SessionError
+from ragkit.app.render import terminal_json, terminal_json_text, terminal_safe
+from ragkit.config import load_settings
+from ragkit.errors import CatalogError, RagkitError
+from ragkit.ingest.folders import collect_files
+from ragkit.store.integrity import set_aside
+from ragkit.store.kb import IngestItem, KnowledgeBase, plural
+from ragkit.types import SearchFilters, section_trail
 
 MAX_RESULTS = 1000
 """Most passages ``search -k`` returns: more is a full scan of the store, not a search."""
@@ -41,8 +45,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def _kb(args):
-    from .kb import KnowledgeBase
-
     kb = KnowledgeBase(load_settings(**_overrides(args)))
     for note in kb.health:
         print(f"warning: {terminal_safe(note)}", file=sys.stderr)
@@ -65,7 +67,7 @@ def _kb_ids(kb, args) -> list[str] | None:
 
 def cmd_ingest(args) -> int:
     """Add files, directories and web pages (http/https addresses), with a progress bar for
-    many files (links inside a folder are skipped and listed, see ``ragkit.folders``)."""
+    many files (links inside a folder are skipped and listed, see ``ragkit.ingest.folders``)."""
     from tqdm import tqdm
 
     urls = [path for path in args.paths if _is_url(path)]
@@ -79,7 +81,6 @@ def cmd_ingest(args) -> int:
     files = selection.files if selection else []
     if not files and not urls:
         raise CommandError("no supported files found in " + ", ".join(args.paths))
-    from .kb import IngestItem
 
     kb = _kb(args)
     kb_id = kb.knowledge_base(args.kb).id if args.kb else ""
@@ -154,7 +155,6 @@ def cmd_kb(args) -> int:
         print(f"{base.id}: {terminal_safe(base.name)}")
     elif args.action == "delete":
         deleted = kb.delete_knowledge_base(_need(args.name, "the knowledge base to delete"))
-        from .kb import plural
 
         print(f"deleted knowledge base {terminal_safe(args.name)} and {plural(len(deleted), 'document')}")
     return 0
@@ -165,8 +165,6 @@ def _clip(text: str, width: int) -> str:
 
 
 def _filters(args):
-    from .retrieval import SearchFilters
-
     return SearchFilters(
         doc_ids=args.doc or None,
         tags=args.tag or None,
@@ -228,8 +226,6 @@ def cmd_tag(args) -> int:
 
 def cmd_reindex(args) -> int:
     """Re-embed every passage with the configured embedding model."""
-    from .kb import KnowledgeBase
-
     kb = KnowledgeBase(load_settings(**_overrides(args)), check_model=False)
     done = kb.reindex()
     print(f"re-embedded {done} passages with {kb.embedder.name}")
@@ -238,10 +234,6 @@ def cmd_reindex(args) -> int:
 
 def cmd_repair(args) -> int:
     """Rebuild what can be rebuilt after the catalog or the vector store was damaged."""
-    from .errors import CatalogError
-    from .integrity import set_aside
-    from .kb import KnowledgeBase
-
     settings = load_settings(**_overrides(args))
     try:
         kb = KnowledgeBase.for_repair(settings)
@@ -262,12 +254,12 @@ def cmd_eval(args) -> int:
     """Measure retrieval (and answer) quality on a SQuAD-format file."""
     from tqdm import tqdm
 
-    from .eval import run_dialogues, run_eval, run_identifiers, run_multihop, run_unanswerable
+    from ragkit_dev.eval import run_dialogues, run_eval, run_identifiers, run_multihop, run_unanswerable
 
     if args.identifiers is not None and args.identifiers < 1:
         raise CommandError(f"--identifiers needs a positive number of passages, not {args.identifiers}")
     if args.support:
-        from .support_eval import run_support
+        from ragkit_dev.support_eval import run_support
 
         _print_summary(run_support(args.support + ([args.path] if args.path else []), limit=args.limit), args.json)
         return 0
@@ -318,10 +310,10 @@ def _print_summary(summary: dict, as_json: bool) -> None:
 
 def cmd_bench(args) -> int:
     """Print speed and memory figures."""
-    from .bench import run_bench
+    from ragkit_dev.bench import run_bench
 
     if args.peer:
-        from .peer import PeerBenchError, measure_peer
+        from ragkit_dev.peer import PeerBenchError, measure_peer
 
         print("bench: ragkit and the usual LangChain stack on the same files…", file=sys.stderr, flush=True)
         try:
@@ -333,7 +325,7 @@ def cmd_bench(args) -> int:
         return 0
     say = lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True)  # noqa: E731
     if args.team:
-        from .bench import run_team_bench
+        from ragkit_dev.bench import run_team_bench
 
         summary = run_team_bench(load_settings(**_overrides(args)), report=say)
     else:
@@ -347,16 +339,11 @@ def cmd_bench(args) -> int:
 
 
 def _engine(args):
-    from .chat import ChatEngine
-    from .kb import KnowledgeBase
-
     settings = load_settings(**_overrides(args))
     return ChatEngine(settings, KnowledgeBase(settings))
 
 
 def _history(args):
-    from .history import HistoryManager
-
     settings = load_settings(**_overrides(args))
     return HistoryManager(settings.sessions_location)
 
@@ -376,9 +363,6 @@ def print_sources(sources, out=sys.stdout) -> None:
 
 def cmd_ask(args) -> int:
     """Answer one question within a session, streaming the answer."""
-    from .chat import QuestionError
-    from .history import SessionError
-
     engine = _engine(args)
     turn = None
     streamed = ""
@@ -476,7 +460,6 @@ def cmd_sessions(args) -> int:
     """List, show, export, rename or delete sessions."""
     from datetime import datetime
 
-    from .history import SessionError
 
     history = _history(args)
     try:

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .errors import SettingsError
+from ragkit.errors import SettingsError
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 NEW_STORE_EMBEDDING_BACKEND = "onnx-int8"  # what embedding_backend="auto" gives a store that has recorded no model

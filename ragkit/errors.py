@@ -112,3 +112,49 @@ class AnswerFailed(RagkitError, RuntimeError):
 
 class StartupError(RagkitError, RuntimeError):
     """The knowledge base, the sessions or the model could not be opened at start."""
+
+
+class ModelTimeout(ModelError, TimeoutError):
+    """The model sent nothing for too long."""
+
+    def __init__(self, waited_s: float):
+        super().__init__(f"no reply in {waited_s:.0f} s")
+        self.waited_s = waited_s
+
+
+class StreamBroken(ModelError):
+    """The answer stream stopped before the server said it was complete."""
+
+
+class ContextTooSmall(ModelError):
+    """The prompt cannot fit the model's context window."""
+
+
+class UnusableAnswer(ModelError):
+    """The model's reply is not an answer (empty, echoed instructions, no structured output,
+    no sentence supported, not what was asked); ``withheld``: its sentences not shown."""
+
+    def __init__(self, message: str, withheld: list | None = None):
+        super().__init__(message)
+        self.withheld = withheld or []
+
+
+class ContextOverflow(ModelError):
+    """The server refused the prompt as longer than its context window."""
+
+
+class RerankerError(RagkitError):
+    """The configured reranker cannot be used (a missing or unreadable model directory)."""
+
+
+class VectorStoreUnavailable(KnowledgeBaseError):
+    """The vector store cannot be opened or read (damaged files, a full disk)."""
+
+
+class VectorStoreRefused(VectorStoreUnavailable):
+    """The Chroma server refused ragkit's token (RAGKIT_CHROMA_TOKEN missing or wrong); the
+    message says which and what to do."""
+
+
+class VectorStoreBusy(VectorStoreUnavailable):
+    """Another process has been saving for so long that this one cannot catch up yet."""

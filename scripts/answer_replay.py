@@ -1,4 +1,4 @@
-"""Replay the offline answerer (``ragkit.extractive``) on what ``eval --answers`` handed it.
+"""Replay the offline answerer (``ragkit.answering.extractive``) on what ``eval --answers`` handed it.
 
 ``record``: the ``eval --answers`` setup of a shared set (every passage indexed, each question
 asked through the chat graph in a new conversation), keeping what ``extractive_answer`` got for
@@ -56,9 +56,9 @@ def _ask(engine, session: str, question: str) -> str:
 
 def record(path: str, out: str) -> None:
     """Ask every question as ``eval --answers`` does, keeping the answerer's inputs."""
-    from ragkit.eval import EvalBase, read_squad
-    from ragkit.extractive import _candidates
-    from ragkit.graph import answering
+    from ragkit.answering.extractive import _candidates
+    from ragkit.graph.nodes import answer as answering
+    from ragkit_dev.eval import EvalBase, read_squad
 
     passages, questions = read_squad(path)
     seen: list[dict] = []
@@ -82,10 +82,11 @@ def record_multihop(path: str, out: str, mode: str = "default") -> None:
     """Ask every question of a HotpotQA-format set as ``eval --multihop`` does (``mode``), keeping
     the answerer's inputs like ``record``; ``score`` then counts English bridge answers
     (``eval``'s normalised containment) besides."""
-    from ragkit.eval import EvalBase, _filename, read_multihop
-    from ragkit.extractive import _candidates
-    from ragkit.graph import answering, hops
-    from ragkit.kb import IngestItem
+    from ragkit.answering.extractive import _candidates
+    from ragkit.graph.agentic import hops
+    from ragkit.graph.nodes import answer as answering
+    from ragkit.store.kb import IngestItem
+    from ragkit_dev.eval import EvalBase, _filename, read_multihop
 
     documents, items = read_multihop(path)
     seen: list[dict] = []
@@ -129,7 +130,7 @@ def load(path: str) -> dict:
 def answers(data: dict, settings: Settings | None = None, answerer=None) -> list[str]:
     """Each question's answer by the answerer in the tree (``answerer``: another one), with the
     vectors embedded at query time and the stored ones (pooled at ingest) as recorded."""
-    from ragkit.extractive import extractive_answer
+    from ragkit.answering.extractive import extractive_answer
 
     settings = settings or Settings()
     answerer = answerer or extractive_answer
@@ -181,7 +182,7 @@ def report(data: dict, texts: list[str], label: str = "") -> None:
 def bridge_contains(data: dict, texts: list[str]) -> float:
     """Share of the English bridge questions of a multihop record whose answer holds the gold
     one (``eval.normalise_answer`` on both sides, as ``eval --multihop``)."""
-    from ragkit.eval import normalise_answer
+    from ragkit_dev.eval import normalise_answer
 
     bridge = [i for i, row in enumerate(data["rows"]) if row.get("kind") == "bridge" and row.get("lang") == "en"]
     said = [normalise_answer(data["rows"][i]["gold"][0]) in normalise_answer(texts[i]) for i in bridge]

@@ -1,4 +1,4 @@
-"""Cross-validated thresholds for the offline evidence grade (``ragkit.graph.grading``).
+"""Cross-validated thresholds for the offline evidence grade (``ragkit.answering.grading``).
 
 ``record``: the ``eval --unanswerable`` setup of each shared set (half the articles indexed,
 every question asked through the chat graph), keeping what the grade saw for each question
@@ -29,8 +29,8 @@ from ragkit.config import Settings
 
 def record(path: str, out: str) -> None:
     """Ask every question of the ``--unanswerable`` setup, keeping the grade's inputs."""
-    from ragkit.eval import EvalBase, articles_of, read_squad, unanswerable_split
-    from ragkit.graph import grading
+    from ragkit.answering import grading
+    from ragkit_dev.eval import EvalBase, articles_of, read_squad, unanswerable_split
 
     passages, questions = read_squad(path)
     questions = [q for q in questions if q.question.strip()]
@@ -39,7 +39,7 @@ def record(path: str, out: str) -> None:
     original = grading.grade_offline
 
     def grade_offline(question, hits, idf, embed, settings, about=(), topic=frozenset()):
-        from ragkit.graph.grading import PASSAGES_GRADED, closest_sentence, without_topic
+        from ragkit.answering.grading import PASSAGES_GRADED, closest_sentence, without_topic
         similarity, _ = closest_sentence(question, hits[:PASSAGES_GRADED], embed, topic)
         seen.append({"question": question, "hits": list(hits), "idf": dict(idf), "similarity": similarity,
                      "whole": without_topic(question, topic) == question})
@@ -63,7 +63,7 @@ def record(path: str, out: str) -> None:
 
 def decide(rounds: list[dict], choice: dict, cache: dict) -> bool:
     """Whether any round's grade is sufficient under ``choice`` (thresholds and gated kinds)."""
-    from ragkit.graph import grading
+    from ragkit.answering import grading
 
     for graded in rounds:
         key = id(graded)

@@ -29,10 +29,10 @@ from ragkit.config import Settings
 
 def record(path: str, out: str) -> None:
     """Index the set and keep each question's candidates and signals (see module docstring)."""
-    from ragkit.chunking import contextual_text
-    from ragkit.eval import EvalBase, read_squad
-    from ragkit.retrieval import exact_terms
-    from ragkit.text import search_tokens
+    from ragkit.ingest.chunking import contextual_text
+    from ragkit.lang.text import search_tokens
+    from ragkit.retrieval.hybrid import exact_terms
+    from ragkit_dev.eval import EvalBase, read_squad
 
     passages, questions = read_squad(path)
     rows = []
@@ -83,7 +83,7 @@ def record(path: str, out: str) -> None:
 
 def metrics(rankings: list[list[int]], gold: list[int]) -> tuple[float, float, float]:
     """hit@1, hit@5 and MRR@10 of ranked document indexes."""
-    from ragkit.eval import retrieval_metrics
+    from ragkit_dev.eval import retrieval_metrics
 
     found = retrieval_metrics(rankings, gold)
     return found["hit_at_1"], found["hit_at_5"], found["mrr_at_10"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 import sys
 
-from ragkit.answer_fit import unsaid_asked
-from ragkit.eval import articles_of, read_squad
+from ragkit.answering.answer_fit import unsaid_asked
+from ragkit_dev.eval import articles_of, read_squad
 
 
 def split(path: str, seed: int = 2026) -> tuple[float, float, int]:

@@ -50,7 +50,7 @@ def embedder(tmp_path_factory):
     """The packaged MiniLM model on the torch backend, loaded once (offline); its float32 ONNX
     copy is built in a directory of this run, not in the working directory's data dir."""
     from ragkit.config import Settings
-    from ragkit.embeddings import make_embedder
+    from ragkit.models.embeddings import make_embedder
 
     return make_embedder(Settings(data_dir=tmp_path_factory.mktemp("embedder"), _env_file=None))
 
@@ -66,7 +66,7 @@ def settings(tmp_path):
 @pytest.fixture
 def kb(settings, embedder):
     """A fresh knowledge base on a real Chroma store in a temp dir."""
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     knowledge_base = KnowledgeBase(settings, embedder=embedder)
     yield knowledge_base

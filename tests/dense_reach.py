@@ -83,8 +83,8 @@ def readers_loop(data_dir: Path, stop: threading.Event, opened: list[int]) -> No
 def unreachable(data_dir: Path, filename: str, sample: int, rng: random.Random) -> tuple[int, int, int]:
     """(unreachable, sampled, passages of the file) for the file's passages."""
     from ragkit.config import Settings
-    from ragkit.embeddings import HashingEmbedder, make_embedder
-    from ragkit.kb import KnowledgeBase
+    from ragkit.models.embeddings import HashingEmbedder, make_embedder
+    from ragkit.store.kb import KnowledgeBase
 
     if CLI:
         settings = Settings(data_dir=data_dir, _env_file=None)

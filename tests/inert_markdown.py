@@ -5,7 +5,7 @@ import re
 
 from markdown_it import MarkdownIt
 
-from ragkit.render import WORD_JOINER
+from ragkit.app.render import WORD_JOINER
 
 # What Streamlit's Markdown (remark-gfm, remark-emoji and its own plugins) rewrites in text
 # *after* parsing, copied from its bundle: GFM autolink literals, e-mail links, shortcodes.

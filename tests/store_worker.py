@@ -26,9 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's ragkit, not an installed one
 
 from ragkit.config import Settings  # noqa: E402
-from ragkit.embeddings import HashingEmbedder  # noqa: E402
-from ragkit.kb import IngestItem, KnowledgeBase  # noqa: E402
-from ragkit.vectors import VectorStore  # noqa: E402
+from ragkit.models.embeddings import HashingEmbedder  # noqa: E402
+from ragkit.store.kb import IngestItem, KnowledgeBase  # noqa: E402
+from ragkit.store.vectors import VectorStore  # noqa: E402
 
 
 def pause(point: str) -> None:
@@ -51,7 +51,7 @@ def install_pause(point: str | None, embedder: HashingEmbedder) -> None:
 
         embedder._embed = embed
     elif point == "begin":
-        from ragkit.catalog import Catalog
+        from ragkit.store.catalog import Catalog
 
         real_begin = Catalog.begin_writes
 

@@ -9,18 +9,24 @@ import json
 import pytest
 
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
-from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
+from ragkit.answering.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
+from ragkit.answering.decompose import (
+    comparison_sides,
+    has_hop_structure,
+    mentioned_titles,
+    name_candidates,
+    side_question,
+)
+from ragkit.answering.grading import grade_offline, question_terms, says_asked_kind
+from ragkit.app.engine import ChatEngine
+from ragkit.app.history import HistoryManager
 from ragkit.errors import QuestionError
-from ragkit.eval import run_multihop
-from ragkit.graph.compare import cjk_numeral, compared_number, first_number, side_fact, verdict
-from ragkit.graph.decompose import comparison_sides, has_hop_structure, mentioned_titles, name_candidates, side_question
-from ragkit.graph.grading import grade_offline, question_terms, says_asked_kind
-from ragkit.graph.hops import hops_kept, merge_hits, side_link
+from ragkit.graph.agentic.hops import hops_kept, merge_hits, side_link
+from ragkit.graph.nodes.web import with_web_link
 from ragkit.graph.state import HopLink, RagState
-from ragkit.graph.web import with_web_link
-from ragkit.history import HistoryManager
-from ragkit.passages import Hit, Passage
+from ragkit.types import Hit, Passage
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, structured
+from ragkit_dev.eval import run_multihop
 
 LOVELACE = "Where was the designer of the machine Ada Lovelace wrote an algorithm for born?"
 

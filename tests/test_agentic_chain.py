@@ -14,13 +14,13 @@ from langgraph.runtime import Runtime
 
 from conftest import free_port
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
-from ragkit.citations import Source
-from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder, structured
-from ragkit.graph.answering import check_citations
-from ragkit.graph.chain import after_next_model
+from ragkit.app.engine import ChatEngine
+from ragkit.graph.nodes.answer import check_citations
+from ragkit.graph.nodes.chain import after_next_model
+from ragkit.graph.nodes.web import after_check
 from ragkit.graph.state import ModelAttempt, RagState
-from ragkit.graph.web import after_check
+from ragkit.types import Source
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder, structured
 from searx_helpers import SearxServer
 
 LANGGRAPH = (b"# LangGraph\n\nLangGraph is a library for building stateful agents. "

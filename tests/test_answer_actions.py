@@ -8,11 +8,11 @@ import pytest
 
 from conftest import FIXTURES
 from inert_markdown import parse, tags, visible
-from ragkit.chat import ChatEngine
-from ragkit.citations import Source
+from ragkit.app.engine import ChatEngine
+from ragkit.app.history import THUMBS_DOWN, THUMBS_UP, HistoryManager
+from ragkit.app.render import WORD_JOINER
 from ragkit.errors import InputError, ModelNotFound, QuestionError, SessionError
-from ragkit.history import THUMBS_DOWN, THUMBS_UP, HistoryManager, Turn
-from ragkit.render import WORD_JOINER
+from ragkit.types import Source, Turn
 
 
 @pytest.fixture
@@ -217,7 +217,7 @@ def test_copying_an_answer_gives_its_text_and_the_sources_it_cites():
 
 
 def test_a_passages_match_is_said_in_words_with_the_numbers_kept_for_a_tooltip():
-    from ragkit.citations import match_strength
+    from ragkit.answering.citations import match_strength
     from ragkit.config import Settings
 
     settings = Settings(_env_file=None)
@@ -238,7 +238,7 @@ def test_a_passages_match_is_said_in_words_with_the_numbers_kept_for_a_tooltip()
 
 
 def test_a_search_in_one_chosen_document_is_told_in_the_singular(engine):
-    from ragkit.retrieval import SearchFilters
+    from ragkit.types import SearchFilters
 
     doc_id = engine.kb.documents()[0].id
     turn = engine.ask("one", "Who founded Aurora Analytics?", SearchFilters(doc_ids=[doc_id]))
@@ -247,7 +247,7 @@ def test_a_search_in_one_chosen_document_is_told_in_the_singular(engine):
 
 
 def test_the_stats_name_each_kind_of_answer_in_words(tmp_path):
-    from ragkit.stats import turns_frame
+    from ragkit.app.stats import turns_frame
 
     history = HistoryManager(tmp_path / "sessions.sqlite3")
     try:

@@ -1,9 +1,8 @@
-"""Which retrieved passages an answer draws on (the answer policy of ragkit.graph.rounds), on a real store."""
+"""Which retrieved passages an answer draws on (the answer policy of ragkit.graph.nodes.retrieve), on a real store."""
 
-from ragkit.graph.rounds import add_linked_documents, focus_hits, relevant_hits
-from ragkit.kb import KnowledgeBase
-from ragkit.passages import Hit, Passage
-from ragkit.retrieval import SearchFilters
+from ragkit.graph.nodes.retrieve import add_linked_documents, focus_hits, relevant_hits
+from ragkit.store.kb import KnowledgeBase
+from ragkit.types import Hit, Passage, SearchFilters
 
 
 def test_answer_passages_add_the_top_documents_passage_that_lacks_the_subjects_name(settings, embedder):
@@ -100,7 +99,7 @@ def test_no_linked_document_is_added_when_off_named_by_the_question_or_outside_t
 
 
 def test_a_default_mode_answer_cites_from_the_linked_document(settings, embedder):
-    from ragkit.chat import ChatEngine
+    from ragkit.app.engine import ChatEngine
 
     narrow, kb, ids = linked_library(settings, embedder)
     try:

@@ -6,15 +6,15 @@ import time
 
 import pytest
 
-from ragkit.answer_fit import UNSAID, answer_problem, asked_kind, unsaid_asked
-from ragkit.citations import Source
+from ragkit.answering.answer_fit import UNSAID, answer_problem, asked_kind, unsaid_asked
+from ragkit.answering.checks import answer_sentences
+from ragkit.answering.screening import ScreenedAnswer
 from ragkit.config import Settings
-from ragkit.graph.budget import TurnBudget
-from ragkit.graph.checks import answer_sentences
-from ragkit.graph.fitting import fit_prompt, overflow_message, split_footer, with_footer
-from ragkit.graph.screening import ScreenedAnswer
-from ragkit.judge_memory import FORMATS, GIVE_UP_AFTER, JSON_OBJECT, JSON_SCHEMA, JudgeMemory
-from ragkit.llm import ModelChoice
+from ragkit.models.budget import TurnBudget
+from ragkit.models.chat import ModelChoice
+from ragkit.models.fitting import fit_prompt, overflow_message, split_footer, with_footer
+from ragkit.models.judge_memory import FORMATS, GIVE_UP_AFTER, JSON_OBJECT, JSON_SCHEMA, JudgeMemory
+from ragkit.types import Source
 
 
 def source(n: int, title: str, text: str) -> Source:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragkit.chat import ChatEngine
-from ragkit.loaders import load_bytes
+from ragkit.app.engine import ChatEngine
+from ragkit.ingest.loaders import load_bytes
 
 HALCYON_LINES = [
     ("Halcyon Station Annual Review - Overview", 20),
@@ -90,10 +90,10 @@ def test_passages_carry_their_section_for_search(kb):
 
 
 def test_parent_passages_hand_the_answer_its_neighbours_and_show_them_as_the_source(settings, embedder):
-    from ragkit.citations import sources_from_hits
-    from ragkit.extractive import extractive_answer
-    from ragkit.kb import KnowledgeBase
-    from ragkit.passages import Passage, joined
+    from ragkit.answering.citations import sources_from_hits
+    from ragkit.answering.extractive import extractive_answer
+    from ragkit.store.kb import KnowledgeBase
+    from ragkit.types import Passage, joined
 
     text = "A one. B two. C three. D four."
     parts = [Passage(text[0:13], 1, 0, 0, 13, 3), Passage(text[7:22], 1, 1, 7, 22, 3),

@@ -101,7 +101,8 @@ def test_the_network_check_sees_an_app_that_listens_everywhere(tmp_path):
 @pytest.fixture
 def data_dir(tmp_path, monkeypatch):
     """A data dir holding one conversation, the app's environment pointing at it."""
-    from ragkit.history import HistoryManager, Turn
+    from ragkit.app.history import HistoryManager
+    from ragkit.types import Turn
 
     data = tmp_path / "appdata"
     data.mkdir()

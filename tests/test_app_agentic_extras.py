@@ -6,7 +6,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import REPO, free_port
-from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder
 from searx_helpers import MONGOLIA, SearxServer
 from test_app_pages import TIMEOUT, ask, load_samples, shown, texts
 

@@ -11,9 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import FIXTURES, REPO
 from inert_markdown import PLAIN_TAGS, assert_inert, parse, visible
-from ragkit.history import SessionInfo
-from ragkit.render import escape_line
-from ragkit.stats import conversation_labels
+from ragkit.app.history import SessionInfo
+from ragkit.app.render import escape_line
+from ragkit.app.stats import conversation_labels
 
 TIMEOUT = 120
 
@@ -184,7 +184,7 @@ def test_stats_says_no_model_tokens_instead_of_an_empty_chart_and_names_conversa
 
 
 def test_stats_advises_reindex_on_a_store_without_current_sentence_vectors(app):
-    from ragkit.sentence_vectors import STORED_META
+    from ragkit.models.sentence_vectors import STORED_META
 
     load_samples(app)
     app.switch_page("pages/stats.py").run()
@@ -320,7 +320,7 @@ def test_an_answer_not_in_the_documents_lists_closest_matches_never_as_sources(a
 
 
 def test_each_conversation_picks_and_remembers_its_model_and_no_key_is_shown(tmp_path, monkeypatch):
-    from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
+    from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder
 
     def responder(body):  # grades and rewrites as usual; an answer the sample guide supports
         if "response_format" in body:

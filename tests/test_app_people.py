@@ -19,8 +19,9 @@ AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret":
 @pytest.fixture
 def team_data(tmp_path, monkeypatch):
     """A data dir with one conversation of Ana's and one of Bo's; Ana is the one editor."""
+    from ragkit.app.history import HistoryManager
     from ragkit.config import Settings
-    from ragkit.history import HistoryManager, Turn
+    from ragkit.types import Turn
 
     data = tmp_path / "appdata"
     history = HistoryManager(Settings(data_dir=data, _env_file=None).sessions_location)
@@ -74,9 +75,9 @@ def test_a_viewer_gets_no_upload_zone_or_delete_button_and_an_editor_does(team_d
 
 
 def test_stats_quote_only_the_persons_own_feedback(team_data, embedder):
+    from ragkit.app.history import HistoryManager
     from ragkit.config import Settings
-    from ragkit.history import HistoryManager
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     settings = Settings(data_dir=team_data, _env_file=None)
     kb = KnowledgeBase(settings, embedder=embedder)  # the charts need a document
@@ -104,7 +105,7 @@ def documents_page_of(person: str):
 
 def test_the_documents_table_names_who_added_each_document(team_data, embedder):
     from ragkit.config import Settings
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     kb = KnowledgeBase(Settings(data_dir=team_data, _env_file=None), embedder=embedder)
     kb.ingest(b"The lighthouse keeper logs the fog bell at dawn.", filename="keeper.txt")  # before logins
@@ -127,7 +128,7 @@ def test_recently_deleted_lists_each_deletion_with_who_and_when(team_data, embed
     from datetime import datetime
 
     from ragkit.config import Settings
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     kb = KnowledgeBase(Settings(data_dir=team_data, _env_file=None), embedder=embedder)
     kept = kb.ingest(b"The lighthouse keeper logs the fog bell at dawn.", filename="keeper.txt").document

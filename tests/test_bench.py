@@ -2,8 +2,8 @@
 
 import pytest
 
-from ragkit.bench import run_bench, synthetic_document
 from ragkit.config import Settings
+from ragkit_dev.bench import run_bench, synthetic_document
 
 
 # The quick workload measures every figure once (OCR, URL ingest, a 3k-passage base, both

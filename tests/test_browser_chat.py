@@ -33,7 +33,7 @@ from browser_helpers import (  # noqa: F401 (fixtures)
     start_app,
 )
 from conftest import FIXTURES, REPO, environment_without_settings
-from ragkit.history import THUMBS_UP, HistoryManager
+from ragkit.app.history import THUMBS_UP, HistoryManager
 
 pytestmark = pytest.mark.browser
 require_chromium()

@@ -33,7 +33,7 @@ from browser_helpers import (  # noqa: F401 (fixtures)
 )
 from conftest import FIXTURES
 from doc_makers import ARTICLE, make_pptx, make_scanned_pdf, make_xlsx, serve_folder
-from ragkit.viewer import highlight_on_white
+from ragkit.app.viewer import highlight_on_white
 
 pytestmark = pytest.mark.browser
 require_chromium()

@@ -53,7 +53,7 @@ def empty_app_url(tmp_path_factory):
 @pytest.fixture(scope="module")
 def llm_app_url(tmp_path_factory):
     """The app configured with a (local, real HTTP) OpenAI-compatible server that streams slowly."""
-    from ragkit.devserver import Reply, ScriptedOpenAIServer
+    from ragkit_dev.devserver import Reply, ScriptedOpenAIServer
 
     answer = ("The kitchen serves breakfast from 06:00 to 09:30 station time [1]. Orbital Kitchen is a restaurant "
               "on the space station Meridian [1]. It is on the space station Meridian [1].")

@@ -4,10 +4,10 @@ import pytest
 
 from conftest import FIXTURES, free_port
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
-from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
-from ragkit.history import HistoryManager
-from ragkit.llm import STRUCTURED_MAX_TOKENS
+from ragkit.app.engine import ChatEngine
+from ragkit.app.history import HistoryManager
+from ragkit.models.chat import STRUCTURED_MAX_TOKENS
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder
 
 
 @pytest.fixture

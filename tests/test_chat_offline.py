@@ -3,9 +3,9 @@
 import pytest
 
 from conftest import FIXTURES
-from ragkit.chat import ChatEngine, QuestionError
-from ragkit.citations import cited_markers
-from ragkit.history import HistoryManager
+from ragkit.answering.citations import cited_markers
+from ragkit.app.engine import ChatEngine, QuestionError
+from ragkit.app.history import HistoryManager
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Chunks are token-bounded, end on sentence boundaries, overlap, and index the page exactly."""
 
-from ragkit.chunking import chunk_pages
-from ragkit.text import BRACKET_REACH, count_tokens, split_sentences
+from ragkit.ingest.chunking import chunk_pages
+from ragkit.lang.text import BRACKET_REACH, count_tokens, split_sentences
 
 ENGLISH = " ".join(f"Sentence number {i} talks about topic {i} in some detail." for i in range(60))
 CHINESE = "".join(f"第{i}句话介绍了青松茶园的第{i}个特点。" for i in range(60))

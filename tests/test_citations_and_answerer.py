@@ -1,9 +1,10 @@
 """Citation markers are checked against real sources; the extractive answerer stays short."""
 
-from ragkit.citations import Source, cited_markers, strip_html, validate_markers
+from ragkit.answering.citations import cited_markers, validate_markers
+from ragkit.answering.extractive import extractive_answer
 from ragkit.config import Settings
-from ragkit.extractive import extractive_answer
-from ragkit.passages import Hit, Passage
+from ragkit.lang.text import strip_html
+from ragkit.types import Hit, Passage, Source
 
 
 def make_sources(count):
@@ -26,7 +27,7 @@ def test_uncited_sources_stay_listed_as_also_retrieved():
 
 
 def test_cited_quote_is_narrowed_to_the_sentences_the_answer_uses():
-    from ragkit.citations import focus_quotes
+    from ragkit.answering.citations import focus_quotes
 
     source = make_sources(1)[0]
     source.text = source.quote = ("The museum opens at nine. Tickets cost twelve euros. "
@@ -67,7 +68,7 @@ def test_a_sentence_repeated_by_overlapping_chunks_is_quoted_once():
 
 
 def test_chinese_question_words_drop_stop_and_question_words_and_keep_latin_terms():
-    from ragkit.extractive import question_words
+    from ragkit.lang.text import question_words
 
     assert question_words("2007年，卡塞雷斯的人口有多少？") == ["2007", "年", "卡塞雷斯", "人口"]
     assert "多久" not in question_words("长柄艾纳香的花期约是多久？")
@@ -75,7 +76,7 @@ def test_chinese_question_words_drop_stop_and_question_words_and_keep_latin_term
 
 
 def test_only_a_sentence_saying_a_thing_of_the_kind_asked_that_the_question_lacks_counts():
-    from ragkit.answer_types import answer_type, typed_spans
+    from ragkit.lang.kinds import answer_type, typed_spans
 
     def says(question: str, sentence: str) -> list[str]:
         return [span.text for span in typed_spans(sentence, answer_type(question), question)]

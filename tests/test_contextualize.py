@@ -3,8 +3,7 @@ complete questions are left alone; a model's rewrite is used only when plausible
 
 import pytest
 
-from ragkit.contextualize import (
-    Exchange,
+from ragkit.answering.contextualize import (
     clean_rewrite,
     find_subject,
     heuristic_rewrite,
@@ -12,6 +11,7 @@ from ragkit.contextualize import (
     plausible_rewrite,
     rewrite_options,
 )
+from ragkit.types import Exchange
 
 LIGHTHOUSE = Exchange("Who was the last resident keeper of the Skerry Point Lighthouse?",
                       "Anna Berg was the last resident keeper [1].",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ragkit.config import Settings
-from ragkit.embeddings import SentenceTransformerEmbedder, make_embedder, packaged_minilm_path
+from ragkit.models.embeddings import SentenceTransformerEmbedder, make_embedder, packaged_minilm_path
 
 QUESTIONS = ["Who was the last resident keeper of the lighthouse?", "它的续航怎么样？",
              "What is the size limit for uploads?"]
@@ -24,7 +24,7 @@ PASSAGES = [f"Passage {n}: the lighthouse keeper logged the storm of 18{n:02d}. 
 _SECOND_PROCESS = """
 import json, sys
 from ragkit.config import Settings
-from ragkit.embeddings import make_embedder
+from ragkit.models.embeddings import make_embedder
 embedder = make_embedder(Settings(data_dir=sys.argv[1], _env_file=None))
 texts = json.loads(sys.argv[2])
 print(json.dumps({"questions": embedder.embed_remembered(texts["questions"]).tolist(),

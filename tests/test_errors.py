@@ -19,11 +19,11 @@ def test_every_public_error_derives_from_the_common_base():
 
 
 def test_old_import_paths_name_the_same_classes():
-    from ragkit.chat import QuestionError
+    from ragkit.app.engine import QuestionError
+    from ragkit.app.history import SessionError
     from ragkit.config import SettingsError
-    from ragkit.db import DatabaseUnreadable
-    from ragkit.history import SessionError
-    from ragkit.loaders import LoaderError
+    from ragkit.ingest.loaders import LoaderError
+    from ragkit.store.db import DatabaseUnreadable
 
     assert QuestionError is errors.QuestionError and SettingsError is errors.SettingsError
     assert SessionError is errors.SessionError and LoaderError is errors.LoaderError
@@ -49,7 +49,7 @@ def test_pages_catch_ragkit_errors_never_everything(page):
 
 
 def test_an_unforeseen_failure_inside_a_turn_reaches_the_caller_as_ours(kb, monkeypatch):
-    from ragkit.chat import ChatEngine
+    from ragkit.app.engine import ChatEngine
 
     engine = ChatEngine(kb.settings, kb)
 

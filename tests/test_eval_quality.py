@@ -8,7 +8,7 @@ plain RRF scores hit@5 0.67 on the Chinese set.
 import pytest
 
 from conftest import SHARED_EVAL
-from ragkit.eval import read_squad, retrieval_metrics, run_eval
+from ragkit_dev.eval import read_squad, retrieval_metrics, run_eval
 
 pytestmark = pytest.mark.skipif(not SHARED_EVAL.exists(), reason="../shared/eval is not beside the repo")
 

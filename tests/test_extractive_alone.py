@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ragkit import extractive
+from ragkit.answering import extractive
+from ragkit.answering.extractive import extractive_answer
 from ragkit.config import Settings
-from ragkit.extractive import extractive_answer
-from ragkit.passages import Hit, Passage
+from ragkit.types import Hit, Passage
 
 TEXT = ("The Kroc Institute for International Peace Studies was founded in 1986 at the university. "
         "Its programmes train students from many countries in the study of conflict. "

@@ -4,12 +4,12 @@ fit, never in the middle of a name or a number. Pure functions, no model."""
 
 from __future__ import annotations
 
-from ragkit.answer_types import answer_type, typed_spans
-from ragkit.clauses import ELLIPSIS, clause_window, split_clauses
+from ragkit.answering.extractive import _lexical_scorer, extractive_answer
 from ragkit.config import Settings
-from ragkit.extractive import _lexical_scorer, extractive_answer
-from ragkit.passages import Hit, Passage
-from ragkit.text import search_tokens
+from ragkit.lang.clauses import ELLIPSIS, clause_window, split_clauses
+from ragkit.lang.kinds import answer_type, typed_spans
+from ragkit.lang.text import search_tokens
+from ragkit.types import Hit, Passage
 
 SHEA = ("The Rev. Michael J. Shea, a 1904 graduate, wrote the music, and his brother, John F. Shea, "
         "who earned degrees in 1906 and 1908, wrote the original lyrics.")

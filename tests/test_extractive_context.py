@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ragkit import extractive
+from ragkit.answering import extractive
+from ragkit.answering.extractive import CJK_WEIGHTS, Candidate, announces, connects_back, extractive_answer
 from ragkit.config import Settings
-from ragkit.extractive import CJK_WEIGHTS, Candidate, announces, connects_back, extractive_answer
-from ragkit.passages import Hit, Passage
+from ragkit.types import Hit, Passage
 
 
 def hit(text, n=0, doc="d"):

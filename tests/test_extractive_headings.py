@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
-from ragkit import extractive
+from ragkit.answering import extractive
+from ragkit.answering.extractive import extractive_answer, is_title_line
 from ragkit.config import Settings
-from ragkit.extractive import extractive_answer, is_title_line
-from ragkit.graph.hops import _fact
-from ragkit.passages import Hit, Passage
+from ragkit.graph.agentic.hops import _fact
+from ragkit.types import Hit, Passage
 
 ORION = [("The Orion Bridge was completed in 2011 by chief engineer Hana Kowalczyk. "
           "It spans the Vell River near St. Albans."),

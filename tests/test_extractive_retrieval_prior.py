@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ragkit import extractive
+from ragkit.answering import extractive
+from ragkit.answering.extractive import extractive_answer, retrieval_shares
 from ragkit.config import Settings
-from ragkit.extractive import extractive_answer, retrieval_shares
-from ragkit.passages import Hit, Passage
+from ragkit.types import Hit, Passage
 
 QUESTION = "How many people does Notre Dame Stadium hold?"
 ANSWERS = "Today the team plays in Notre Dame Stadium, an 80,795-seat stadium on campus."

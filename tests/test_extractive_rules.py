@@ -6,8 +6,7 @@ as the best one. Pure functions, no model."""
 
 from __future__ import annotations
 
-from ragkit.config import Settings
-from ragkit.extractive import (
+from ragkit.answering.extractive import (
     CJK_WEIGHTS,
     Candidate,
     _candidates,
@@ -21,8 +20,9 @@ from ragkit.extractive import (
     refers_back,
     strays,
 )
-from ragkit.passages import Hit, Passage
-from ragkit.text import search_tokens
+from ragkit.config import Settings
+from ragkit.lang.text import search_tokens
+from ragkit.types import Hit, Passage
 
 
 def hit(text, n=0, doc="d"):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragkit.answering.extractive import extractive_answer
 from ragkit.config import Settings
-from ragkit.extractive import extractive_answer
-from ragkit.passages import Hit, Passage
+from ragkit.types import Hit, Passage
 
 BAND = ("The band is the oldest university band in continuous existence in the United States. "
         "It began its life on the campus in the year 1846. "

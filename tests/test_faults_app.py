@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, free_port, serve
-from ragkit.access import FIRST_WAIT_S, MAX_WAIT_S, LoginThrottle
+from ragkit.app.access import FIRST_WAIT_S, MAX_WAIT_S, LoginThrottle
 
 PASSWORD = "correct horse battery staple"
 MB = 1024 * 1024

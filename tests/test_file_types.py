@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 from doc_makers import ARTICLE, make_png, make_pptx, make_scanned_pdf, make_xlsx, serve_folder
 from ragkit.errors import LoaderError
-from ragkit.loaders import load_bytes, load_path
+from ragkit.ingest.loaders import load_bytes, load_path
 
 
 def test_xlsx_sheets_are_pages_of_labelled_rows(tmp_path):
@@ -62,7 +62,7 @@ def test_a_scanned_pdf_and_an_image_are_read_by_ocr_without_any_network(tmp_path
 
 
 def test_with_ocr_off_a_scanned_pdf_says_how_to_turn_it_on(tmp_path):
-    from ragkit.ocr import OcrOptions
+    from ragkit.ingest.ocr import OcrOptions
 
     scan = make_scanned_pdf(tmp_path / "scan.pdf", ["Nothing to read without OCR"])
     with pytest.raises(LoaderError, match="RAGKIT_OCR=true"):
@@ -77,7 +77,7 @@ def test_a_corrupt_image_is_refused_in_words():
 
 
 def test_a_user_without_scans_never_imports_the_ocr_engine():
-    code = ("import sys; from ragkit.service import RagService; from ragkit.loaders import load_bytes; "
+    code = ("import sys; from ragkit.app.service import RagService; from ragkit.ingest.loaders import load_bytes; "
             "load_bytes(b'plain words here', 'a.txt'); "
             "print(sorted(m for m in ('rapidocr_onnxruntime', 'cv2', 'trafilatura') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -88,7 +88,7 @@ def test_a_user_without_scans_never_imports_the_ocr_engine():
 @pytest.fixture
 def intranet_kb(settings, embedder):
     """A knowledge base allowed to read pages on this machine (the test's server)."""
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     knowledge_base = KnowledgeBase(settings.model_copy(update={"url_allow_private": True}), embedder=embedder)
     yield knowledge_base
@@ -128,7 +128,7 @@ def test_addresses_outside_the_public_web_are_refused_before_connecting(kb, addr
 def test_size_and_time_limits_of_a_fetch(tmp_path):
     import time
 
-    from ragkit.web import fetch
+    from ragkit.ingest.web import fetch
 
     (tmp_path / "big.html").write_text("<p>" + "word " * 400_000 + "</p>", encoding="utf-8")
     with serve_folder(tmp_path) as base:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from ragkit.retrieval import dense_weight_for, fuse_scores
-from ragkit.text import CHARACTER_MARK, index_tokens, is_cjk_text, search_tokens
+from ragkit.lang.text import CHARACTER_MARK, index_tokens, is_cjk_text, search_tokens
+from ragkit.retrieval.hybrid import dense_weight_for, fuse_scores
 
 LEXICAL = [("a", 12.0), ("b", 11.0), ("c", 3.0)]
 DENSE = [("c", 0.61), ("d", 0.60), ("a", 0.20)]
@@ -56,7 +56,7 @@ def test_the_index_also_holds_the_marked_characters_of_chinese_content_words():
 
 
 def test_a_characters_token_never_counts_as_the_one_character_word(tmp_path):
-    from ragkit.lexical import LexicalEntry, LexicalIndex
+    from ragkit.store.lexical import LexicalEntry, LexicalIndex
 
     index = LexicalIndex()
     # 花 is a word of the first passage only; the other two hold it inside longer words
@@ -85,7 +85,7 @@ def test_punctuation_only_has_no_tokens():
 def test_passages_tokenized_by_another_tokenizer_version_are_retokenized_on_open(settings, embedder):
     import sqlite3
 
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     KnowledgeBase(settings, embedder=embedder).ingest(b"Statues of the founders.", filename="s.txt").document
     with sqlite3.connect(settings.data_path / "registry.sqlite3") as conn:
@@ -104,7 +104,7 @@ def test_a_flat_dense_list_does_not_outvote_a_passage_standing_far_above_its_bm2
 
 
 def test_identifiers_and_quoted_phrases_are_asked_verbatim():
-    from ragkit.retrieval import exact_terms
+    from ragkit.retrieval.hybrid import exact_terms
 
     assert exact_terms("Where is part ZQ1499X stocked?").identifiers == ("zq1499x",)
     assert exact_terms("error E-1234 after v2.3").identifiers == ("e-1234", "v2.3")
@@ -126,7 +126,8 @@ def test_the_passage_holding_the_code_ranks_first_even_without_its_vector(kb):
 def test_rerankers_are_named_by_the_setting_and_never_downloaded(tmp_path):
     import pytest
 
-    from ragkit.rerank import RerankerError, SentenceReranker, make_reranker
+    from ragkit.errors import RerankerError
+    from ragkit.retrieval.rerank import SentenceReranker, make_reranker
 
     assert make_reranker("none", None) is None
     assert isinstance(make_reranker("sentences", None), SentenceReranker)
@@ -135,7 +136,7 @@ def test_rerankers_are_named_by_the_setting_and_never_downloaded(tmp_path):
 
 
 def test_the_sentence_reranker_lifts_the_passage_whose_sentence_says_it(embedder):
-    from ragkit.rerank import SentenceReranker
+    from ragkit.retrieval.rerank import SentenceReranker
 
     texts = {"a": "The harbour is busy in summer. Ferries leave every hour for the islands.",
              "b": "The lighthouse keeper retired in 1962. She had lived in the tower for thirty years.",
@@ -146,7 +147,7 @@ def test_the_sentence_reranker_lifts_the_passage_whose_sentence_says_it(embedder
 
 
 def test_marked_characters_do_not_lengthen_a_passage_so_english_scores_stay_as_they_were():
-    from ragkit.lexical import LexicalEntry, LexicalIndex
+    from ragkit.store.lexical import LexicalEntry, LexicalIndex
 
     english = LexicalEntry("e-v1-0", "e", search_tokens("The lighthouse keeper retired in 1950."))
     chinese = "灯塔看守人于一九五零年退休，此后灯塔改为自动运行。"

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from ragkit.answering.grading import grade_offline, holds_number, wants_number
 from ragkit.config import Settings
-from ragkit.graph.grading import grade_offline, holds_number, wants_number
-from ragkit.passages import Hit, Passage
+from ragkit.types import Hit, Passage
 
 SETTINGS = Settings(_env_file=None)
 
@@ -90,7 +90,7 @@ TEA_VARIETIES = "青松茶园位于福建省武夷山市，始建于一九八五
     ("茶园在哪里？", {"哪里"}),
 ])
 def test_chinese_interrogative_phrases_are_not_content_words(question, not_content):
-    from ragkit.extractive import question_words
+    from ragkit.lang.text import question_words
 
     words = question_words(question)
     assert words and not set(words) & not_content
@@ -98,7 +98,7 @@ def test_chinese_interrogative_phrases_are_not_content_words(question, not_conte
 
 def idf_of(rarity: dict[str, float]) -> dict[str, float]:
     """Search-token idf from word rarities (a word the knowledge base lacks is the rarest)."""
-    from ragkit.text import search_tokens
+    from ragkit.lang.text import search_tokens
 
     return {token: weight for word, weight in rarity.items() for token in search_tokens(word)}
 
@@ -123,7 +123,7 @@ def test_a_chinese_question_about_something_the_passage_never_names_is_still_not
 
 
 def test_how_much_and_cost_are_not_words_a_price_row_must_say():
-    from ragkit.graph.grading import unsaid
+    from ragkit.answering.grading import unsaid
 
     row = [hit("Dish | Price\nNebula noodles | 14 credits\nComet curry | 17 credits")]
     idf = {"nebula": 3.0, "noodl": 3.0, "much": 4.0, "cost": 2.0}
@@ -163,19 +163,19 @@ CAMPUS_IDF = {"notr": bm25_idf(0.6, 40), "dame": bm25_idf(0.6, 40), "librari": b
 
 
 def test_words_at_least_half_the_passages_say_are_the_knowledge_base_s_topic():
-    from ragkit.graph.grading import topic_words
+    from ragkit.answering.grading import topic_words
 
-    assert topic_words(CAMPUS_IDF, 40, SETTINGS) == {"notr", "dame"}
-    assert topic_words(CAMPUS_IDF, 40, SETTINGS.model_copy(update={"grade_topic_share": 1.0})) == frozenset()
-    assert topic_words(CAMPUS_IDF, 9, SETTINGS) == frozenset()  # half of a few passages is no topic
+    assert topic_words(CAMPUS_IDF, 40, 0.5, 10) == {"notr", "dame"}
+    assert topic_words(CAMPUS_IDF, 40, 1.0, 10) == frozenset()
+    assert topic_words(CAMPUS_IDF, 9, 0.5, 10) == frozenset()  # half of a few passages is no topic
 
 
 def test_the_closest_sentence_is_compared_with_the_question_without_its_topic():
-    from ragkit.graph.grading import closest_sentence, topic_words
+    from ragkit.answering.grading import closest_sentence, topic_words
 
     seen: list = []
     library = [hit("The Notre Dame library was founded in 1873 by Father Lemonnier.")]
-    topic = topic_words(CAMPUS_IDF, 40, SETTINGS)
+    topic = topic_words(CAMPUS_IDF, 40, 0.5, 10)
     similarity, _ = closest_sentence("When was the Notre Dame library founded?", library, recording(0.7, seen), topic)
     assert similarity == pytest.approx(0.7)
     assert seen[0][0] == "When was the library founded?"  # the sentences are compared whole
@@ -216,7 +216,7 @@ HALL_IDF = {"person": 2.0, "oversaw": 4.0, "creation": 4.0, "scienc": 1.5, "hall
 
 
 def test_rare_words_the_passages_do_not_say_are_wording_when_they_say_most_of_the_question():
-    from ragkit.graph.grading import says_asked_kind
+    from ragkit.answering.grading import says_asked_kind
 
     # "oversaw" and "creation" are the rarest words, and unsaid: the passage says the other three
     question = "Which person oversaw the creation of the Science Hall in 1883?"
@@ -225,7 +225,7 @@ def test_rare_words_the_passages_do_not_say_are_wording_when_they_say_most_of_th
 
 
 def test_rare_words_the_passages_do_not_say_stay_the_subject_when_they_say_half_the_question_or_less():
-    from ragkit.graph.grading import says_asked_kind
+    from ragkit.answering.grading import says_asked_kind
 
     kitchen = [hit("Orbital Kitchen is a restaurant on the space station Meridian.")]
     question = "Who is the head chef of Orbital Kitchen?"  # head and chef unsaid: two words of four
@@ -250,7 +250,7 @@ class Campus:
 
 
 def test_every_grade_over_a_knowledge_base_leaves_its_topic_out_of_the_comparison():
-    from ragkit.graph.grading import grade_evidence
+    from ragkit.answering.grading import grade_evidence
 
     seen: list = []
     grade = grade_evidence("Who founded the Notre Dame library?", [hit("Father Lemonnier began the library in 1873.")],

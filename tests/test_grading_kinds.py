@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from ragkit.answer_types import kind_naming_words
-from ragkit.chat import ChatEngine
-from ragkit.text import search_tokens
+from ragkit.app.engine import ChatEngine
+from ragkit.lang.kinds import kind_naming_words
+from ragkit.lang.text import search_tokens
 
 STATIONS = """# Northern stations
 

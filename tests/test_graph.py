@@ -10,15 +10,15 @@ from dataclasses import replace
 import pytest
 from langgraph.runtime import Runtime
 
-from ragkit.chat import ChatEngine
-from ragkit.graph.answering import not_found
-from ragkit.graph.chain import after_generate
-from ragkit.graph.events import ChatEvent
-from ragkit.graph.grading import Grade
-from ragkit.graph.rounds import rewrite_query
+from ragkit.answering.grading import Grade
+from ragkit.app.engine import ChatEngine
+from ragkit.events import ChatEvent
+from ragkit.graph.nodes.answer import not_found
+from ragkit.graph.nodes.chain import after_generate
+from ragkit.graph.nodes.grade import after_grade, grade
+from ragkit.graph.nodes.retrieve import rewrite_query
 from ragkit.graph.state import GradedRound, RagState
-from ragkit.graph.sufficiency import after_grade, grade
-from ragkit.retrieval import SearchFilters
+from ragkit.types import SearchFilters
 
 LIGHTHOUSE = """# Skerry Point Lighthouse
 

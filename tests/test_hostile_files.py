@@ -26,7 +26,7 @@ import pytest
 from pypdf import PdfWriter
 
 from conftest import FIXTURES, REPO
-from ragkit.loaders import (
+from ragkit.ingest.loaders import (
     LoaderError,
     _first_line_title,
     _normalize,
@@ -141,7 +141,7 @@ import json, resource, sys, zipfile
 from pathlib import Path
 {setup}
 import charset_normalizer, docx, lxml.etree, pypdf  # imported before the baseline
-from ragkit.loaders import LoaderError, load_bytes, load_path
+from ragkit.ingest.loaders import LoaderError, load_bytes, load_path
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
 {measured}

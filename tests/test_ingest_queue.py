@@ -5,8 +5,8 @@ ends with a result."""
 import threading
 
 from conftest import FIXTURES
-from ragkit.jobs import IngestQueue
-from ragkit.kb import IngestResult
+from ragkit.app.jobs import IngestQueue
+from ragkit.store.kb import IngestResult
 
 
 def test_queued_files_are_indexed_together_with_their_own_progress_and_results(kb):

@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from conftest import FIXTURES, REPO
-from ragkit.kb import EmbeddingModelMismatch, IngestItem, KnowledgeBase
-from ragkit.lexical import LexicalEntry, LexicalIndex
-from ragkit.retrieval import SearchFilters
+from ragkit.store.kb import EmbeddingModelMismatch, IngestItem, KnowledgeBase
+from ragkit.store.lexical import LexicalEntry, LexicalIndex
+from ragkit.types import SearchFilters
 
 
 def ingest_fixtures(kb):
@@ -174,7 +174,7 @@ def test_store_survives_a_restart_in_a_new_process(settings, embedder):
     doc = kb.ingest(FIXTURES / "tea_garden_zh.pdf").document
     kb.close()
     code = (
-        "from ragkit.config import Settings; from ragkit.kb import KnowledgeBase;"
+        "from ragkit.config import Settings; from ragkit.store.kb import KnowledgeBase;"
         f"kb = KnowledgeBase(Settings(data_dir={str(settings.data_path)!r}));"
         "hits = kb.search('茶园几点开放', k=1); print(hits[0].doc_id, hits[0].page)"
     )
@@ -187,7 +187,7 @@ def test_changes_made_by_another_process_are_seen_without_reopening(settings, em
     kb = KnowledgeBase(settings, embedder=embedder)
     kb.ingest(b"Penguins live in the southern hemisphere.", filename="penguins.txt")
     code = (
-        "from ragkit.config import Settings; from ragkit.kb import KnowledgeBase;"
+        "from ragkit.config import Settings; from ragkit.store.kb import KnowledgeBase;"
         f"kb = KnowledgeBase(Settings(data_dir={str(settings.data_path)!r}));"
         "print(kb.ingest(b'Walruses have long tusks made of ivory.', filename='walrus.txt').status)"
     )
@@ -297,7 +297,7 @@ def test_the_model_loads_in_the_background_while_the_other_files_of_a_batch_are_
                                                                                         tmp_path, monkeypatch):
     import threading
 
-    import ragkit.kb
+    import ragkit.store.kb
 
     names = ["first.txt", "second.txt", "third.txt"]
     for name in names:
@@ -311,7 +311,7 @@ def test_the_model_loads_in_the_background_while_the_other_files_of_a_batch_are_
         assert last_read.wait(timeout=60), "the model was not loaded while the files were read"
         return embedder
 
-    monkeypatch.setattr(ragkit.kb, "make_embedder", make_embedder)
+    monkeypatch.setattr(ragkit.store.kb, "make_embedder", make_embedder)
     kb = KnowledgeBase(settings)
     try:
         def progress(stage, fraction):
@@ -328,9 +328,9 @@ def test_the_model_loads_in_the_background_while_the_other_files_of_a_batch_are_
 
 
 def test_a_batch_with_nothing_to_embed_loads_no_model(settings, tmp_path, monkeypatch):
-    import ragkit.kb
+    import ragkit.store.kb
 
-    monkeypatch.setattr(ragkit.kb, "make_embedder", lambda _settings: pytest.fail("no model is needed"))
+    monkeypatch.setattr(ragkit.store.kb, "make_embedder", lambda _settings: pytest.fail("no model is needed"))
     kb = KnowledgeBase(settings)
     try:
         (tmp_path / "empty.txt").write_text("")

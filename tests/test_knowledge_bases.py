@@ -15,7 +15,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from ragkit.errors import InputError
-from ragkit.retrieval import SearchFilters
+from ragkit.types import SearchFilters
 
 HARBOUR = b"# Harbour\n\nThe harbour crane lifts forty tonnes of cargo at high tide. The crane operator is Ines Okafor."
 LIGHTHOUSE = b"# Lighthouse\n\nThe lighthouse keeper logs every storm. The crane of the old pier was removed in 1990."
@@ -29,8 +29,8 @@ def test_existing_documents_open_in_default_and_new_ones_go_there(kb):
 
 
 def test_a_catalog_from_before_knowledge_bases_is_migrated_to_default(tmp_path):
-    from ragkit.catalog import Catalog, _legacy_schema, _passages_and_write_safety
-    from ragkit.db import apply_migrations, open_database
+    from ragkit.store.catalog import Catalog, _legacy_schema, _passages_and_write_safety
+    from ragkit.store.db import apply_migrations, open_database
 
     path = tmp_path / "registry.sqlite3"
     apply_migrations(open_database(path), "catalog", [_legacy_schema, _passages_and_write_safety])
@@ -87,7 +87,7 @@ def test_names_are_checked_and_renames_and_deletes_work(kb):
 
 @pytest.mark.parametrize("mode", ["default", "agentic"])
 def test_every_search_of_a_chat_turn_stays_in_the_conversations_knowledge_bases(kb, monkeypatch, mode):
-    from ragkit.chat import ChatEngine
+    from ragkit.app.engine import ChatEngine
 
     work = kb.create_knowledge_base("Work")
     kb.ingest(HARBOUR, filename="harbour.md")
@@ -116,7 +116,7 @@ def test_every_search_of_a_chat_turn_stays_in_the_conversations_knowledge_bases(
 
 
 def test_repair_rebuilds_knowledge_bases_from_the_vectors(settings, embedder):
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     kb = KnowledgeBase(settings, embedder=embedder)
     kb.create_knowledge_base("Work")
@@ -131,7 +131,7 @@ def test_repair_rebuilds_knowledge_bases_from_the_vectors(settings, embedder):
 
 
 def test_repair_keeps_a_renamed_knowledge_base_and_bulk_added_tags(settings, embedder):
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     kb = KnowledgeBase(settings, embedder=embedder)
     kb.create_knowledge_base("Work")
@@ -218,9 +218,9 @@ def test_stats_count_questions_per_day_name_outcomes_in_words_and_keep_raw_simil
 
     import pandas as pd
 
-    import ragkit.stats
-    from ragkit.chat import ChatEngine
-    from ragkit.stats import questions_per_day, turns_frame
+    import ragkit.app.stats
+    from ragkit.app.engine import ChatEngine
+    from ragkit.app.stats import questions_per_day, turns_frame
 
     work = kb.create_knowledge_base("Work")
     kb.ingest(HARBOUR, filename="harbour.md")
@@ -241,7 +241,7 @@ def test_stats_count_questions_per_day_name_outcomes_in_words_and_keep_raw_simil
     assert len(turns_frame(engine.history, work.id)) == 3  # s2 searched every knowledge base, Work included
     assert len(turns_frame(engine.history, "default")) == 2  # s1 searched Work only
 
-    monkeypatch.setattr(ragkit.stats, "_local_zone", lambda: timezone.utc)  # days are counted in local time
+    monkeypatch.setattr(ragkit.app.stats, "_local_zone", lambda: timezone.utc)  # days are counted in local time
     today = pd.Timestamp("2026-03-20")
     asked = pd.to_datetime(pd.Series([pd.Timestamp("2026-03-18 09:00", tz="UTC").timestamp(),
                                       pd.Timestamp("2026-03-18 15:00", tz="UTC").timestamp(),

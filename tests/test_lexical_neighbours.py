@@ -3,7 +3,7 @@ either side of it in its document (the chunk of facts below the chunk naming the
 
 import pytest
 
-from ragkit.lexical import LexicalEntry, LexicalIndex
+from ragkit.store.lexical import LexicalEntry, LexicalIndex
 
 
 def biography_and_others(weight: float) -> LexicalIndex:
@@ -77,7 +77,7 @@ def test_a_query_sets_its_own_backing_as_the_retriever_does_by_its_script():
 
 def test_only_a_chinese_question_is_backed_by_default():
     from ragkit.config import Settings
-    from ragkit.retrieval import dense_weight_for
+    from ragkit.retrieval.hybrid import dense_weight_for
 
     settings = Settings(_env_file=None)
     backing = lambda query: dense_weight_for(query, settings.neighbour_backing_latin,  # noqa: E731

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
-from ragkit.devserver import Reply, ScriptedOpenAIServer, structured
-from ragkit.history import MIGRATIONS, HistoryManager
-from ragkit.memory import ConversationMemory, FoldedTurn, fold_offline
-from ragkit.text import count_tokens
+from ragkit.answering.memory import ConversationMemory, FoldedTurn, fold_offline
+from ragkit.app.engine import ChatEngine
+from ragkit.app.history import MIGRATIONS, HistoryManager
+from ragkit.lang.text import count_tokens
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, structured
 
 LIGHTHOUSES = {
     "Skerry Point Lighthouse": "Skerry Point Lighthouse stands 42 metres tall on a granite ledge. It was first lit "

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import REPO
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
-from ragkit.devserver import Reply, ScriptedOpenAIServer, json_mode_only, structured
-from ragkit.judge_memory import FILE_NAME, FORMATS
+from ragkit.app.engine import ChatEngine
+from ragkit.models.judge_memory import FILE_NAME, FORMATS
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, json_mode_only, structured
 
 LANGGRAPH = (b"# LangGraph\n\nLangGraph is a library for building stateful agents. It was released in 2024 by "
              b"LangChain Inc. Its main features are persistence, streaming and human-in-the-loop control.")

@@ -10,9 +10,9 @@ import pytest
 
 from conftest import REPO, free_port
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
-from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
-from ragkit.llm import chat_models, model_chain
+from ragkit.app.engine import ChatEngine
+from ragkit.models.chat import chat_models, model_chain
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder
 
 QUESTION = "What is LangGraph?"
 ANSWER = "LangGraph is a library for building stateful agents [1]."

@@ -16,9 +16,9 @@ import pytest
 
 from conftest import REPO
 from ragkit.config import Settings
-from ragkit.embeddings import configured_model_name, embedding_backend, make_embedder
 from ragkit.errors import EmbeddingModelMismatch
-from ragkit.kb import KnowledgeBase
+from ragkit.models.embeddings import configured_model_name, embedding_backend, make_embedder
+from ragkit.store.kb import KnowledgeBase
 
 TEXTS = ["The lighthouse keeper logged every storm in the northern channel.",
          "Revenue in the third quarter was 4.2 million euros, up 18 percent.",

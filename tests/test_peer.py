@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ragkit.peer import measure_peer
+from ragkit_dev.peer import measure_peer
 
 
 def squad_set(path, passages):
@@ -32,7 +32,7 @@ def test_both_sides_report_the_wall_and_cpu_time_of_their_first_ingest(tmp_path)
 
 def recorded_sides(monkeypatch) -> dict:
     """Each side's environment, by data dir name; the sides themselves are not run."""
-    import ragkit.peer as peer
+    import ragkit_dev.peer as peer
 
     environments = {}
 
@@ -46,7 +46,7 @@ def recorded_sides(monkeypatch) -> dict:
 
 
 def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_this_process(tmp_path, monkeypatch):
-    import ragkit.peer as peer
+    import ragkit_dev.peer as peer
 
     environments = recorded_sides(monkeypatch)
     monkeypatch.setenv("RAGKIT_TOP_K", "3")
@@ -59,7 +59,7 @@ def test_ragkit_runs_on_the_configured_embedding_backend_and_nothing_else_of_thi
 
 
 def test_by_default_ragkit_runs_as_a_new_store_does_on_int8(tmp_path, monkeypatch):
-    import ragkit.peer as peer
+    import ragkit_dev.peer as peer
 
     environments = recorded_sides(monkeypatch)
     sets = [squad_set(tmp_path / "tiny.json", [("Saffron is harvested by hand.", "How is saffron harvested?")])]

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import pytest
 
+from ragkit.app.history import HistoryManager
 from ragkit.config import Settings
-from ragkit.embeddings import HashingEmbedder
 from ragkit.errors import NotAllowed, SessionError
-from ragkit.history import HistoryManager, Turn
-from ragkit.kb import KnowledgeBase
-from ragkit.people import may_edit
+from ragkit.models.embeddings import HashingEmbedder
+from ragkit.store.kb import KnowledgeBase
+from ragkit.store.people import may_edit
+from ragkit.types import Turn
 
 EDITORS = "ana@team.example, @docs.example, writers.example"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from ragkit.chat import ChatEngine
+from ragkit.app.engine import ChatEngine
 
 
 @pytest.fixture

@@ -30,15 +30,16 @@ import pytest
 
 from conftest import FIXTURES, REPO, free_port, serve
 from llama_server import STRUCTURED_MARK
-from ragkit.answer_fit import answer_problem
-from ragkit.chat import ChatEngine
-from ragkit.citations import cited_markers
-from ragkit.contextualize import plausible_rewrite
-from ragkit.graph.checks import PROMPT_ECHOES, check_support
-from ragkit.graph.prompts import ANSWER_SYSTEM
-from ragkit.history import Turn
-from ragkit.judge_memory import GIVE_UP_AFTER
-from ragkit.text import count_tokens
+from ragkit.answering.answer_fit import answer_problem
+from ragkit.answering.checks import check_support
+from ragkit.answering.citations import cited_markers
+from ragkit.answering.contextualize import plausible_rewrite
+from ragkit.app.engine import ChatEngine
+from ragkit.lang.text import count_tokens
+from ragkit.models.judge_memory import GIVE_UP_AFTER
+from ragkit.models.prompts import ANSWER_SYSTEM
+from ragkit.models.streaming import PROMPT_ECHOES
+from ragkit.types import Turn
 
 pytestmark = [pytest.mark.slow_llm, pytest.mark.slow, pytest.mark.timeout(2400)]
 ANSWER_TOKENS = 120
@@ -163,7 +164,7 @@ def _model_settings(data_dir: Path, url: str):
 @pytest.fixture(scope="module")
 def knowledge_base(tmp_path_factory, embedder):
     from ragkit.config import Settings
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     data_dir = tmp_path_factory.mktemp("real-llm")
     kb = KnowledgeBase(Settings(data_dir=data_dir, _env_file=None), embedder=embedder)
@@ -186,7 +187,7 @@ def offline(knowledge_base):
 
 @pytest.fixture(scope="module")
 def generated(llama_server, knowledge_base, offline):
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     url, log = llama_server
     data_dir, kb = knowledge_base

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from inert_markdown import ANSWER_TAGS, PLAIN_TAGS, assert_inert, assert_inert_for_viewers, parse, tags, visible
-from ragkit.citations import Source, strip_html
-from ragkit.history import HistoryManager, Turn
-from ragkit.render import (
+from ragkit.app.history import HistoryManager
+from ragkit.app.render import (
     WORD_JOINER,
     escape_line,
     escape_markdown,
-    match_spans,
     readable_answer_markdown,
     readable_line,
     safe_answer_markdown,
 )
+from ragkit.lang.text import match_spans, strip_html
+from ragkit.types import Source, Turn
 
 REPO = Path(__file__).resolve().parents[1]
 URL = "http://127.0.0.1:8765"
@@ -216,8 +216,8 @@ def test_a_source_marks_the_answer_the_question_asks_for_not_only_its_words(monk
 
 
 def test_the_answer_span_is_found_by_the_library_without_streamlit():
-    """ragkit.marks tells where a cited passage answers; the page only paints it."""
-    from ragkit.marks import answer_spans
+    """ragkit.answering.marks tells where a cited passage answers; the page only paints it."""
+    from ragkit.answering.marks import answer_spans
 
     text = "Halcyon Station is a base on Jan Mayen. Its director is Dr. Ingrid Solberg."
     spans = answer_spans(text, "Who is the director of Halcyon Station?", topic="Halcyon Station Review")
@@ -228,7 +228,7 @@ def test_the_answer_span_is_found_by_the_library_without_streamlit():
 
 def test_a_heading_or_another_table_row_is_never_marked_as_the_answer():
     """A passage opens with its section's headings; a table row is a sentence of its own."""
-    from ragkit.marks import answer_spans
+    from ragkit.answering.marks import answer_spans
 
     text = "## Staff\nThe director is Dr. Ingrid Solberg."
     assert [text[a:b] for a, b in answer_spans(text, "Who is the director?")] == ["Dr. Ingrid Solberg"]
@@ -246,7 +246,7 @@ def test_a_heading_or_another_table_row_is_never_marked_as_the_answer():
 
 def test_a_who_question_marks_people_not_the_institutions_beside_them():
     """"Who" is answered by a person: a college, a church or a station named beside them is not marked."""
-    from ragkit.marks import answer_spans
+    from ragkit.answering.marks import answer_spans
 
     text = "The choir was founded by Melius Christiansen at St. Olaf College."
     assert [text[a:b] for a, b in answer_spans(text, "Who founded the choir?")] == ["Melius Christiansen"]

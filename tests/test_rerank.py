@@ -3,7 +3,7 @@ the question's words (weighted by idf) and means what it asks."""
 
 import numpy as np
 
-from ragkit.rerank import SentenceReranker, make_reranker, word_share_scorer
+from ragkit.retrieval.rerank import SentenceReranker, make_reranker, word_share_scorer
 
 
 def even(words):
@@ -57,7 +57,7 @@ def test_weight_zero_keeps_the_fused_order_and_make_reranker_passes_the_weight_o
 
 
 def test_the_retriever_builds_the_sentences_reranker_from_the_settings(settings, embedder):
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     knowledge_base = KnowledgeBase(settings.model_copy(update={"reranker": "sentences", "rerank_weight": 0.4}),
                                    embedder=embedder)
@@ -115,7 +115,7 @@ def test_a_search_finishes_with_the_reranker_it_began_with(kb, monkeypatch):
 
 
 def test_a_span_of_years_holds_the_years_inside_it():
-    from ragkit.answer_types import years_named, years_spanned
+    from ragkit.lang.kinds import years_named, years_spanned
 
     assert years_named("Which president did Notre Dame have in 1947?") == {"1947"}
     for text in ("He served as president from 1946 to 1952.", "President (1946–1952).",
@@ -137,7 +137,7 @@ def test_a_sentence_naming_a_span_of_years_holds_the_questions_year_when_year_ra
 
 
 def test_the_cosine_is_blended_with_the_questions_without_the_topic_words(embedder):
-    from ragkit.text import search_tokens
+    from ragkit.lang.text import search_tokens
 
     question, sentence = "Which library did Notre Dame build in 1963?", "A library was built in 1963 beside the lake."
     topic = lambda weights: frozenset({"notr", "dame"}) & set(weights)  # noqa: E731
@@ -154,7 +154,7 @@ def test_the_cosine_is_blended_with_the_questions_without_the_topic_words(embedd
 
 
 def test_the_retriever_gives_the_reranker_the_knowledge_bases_topic_words(settings, embedder):
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     knowledge_base = KnowledgeBase(settings.model_copy(update={"reranker": "sentences", "grade_topic_min_passages": 1,
                                                                "rerank_topicless_cosine": 0.25}), embedder=embedder)

@@ -6,8 +6,8 @@ and a repaired catalog; stores from before keep working."""
 from __future__ import annotations
 
 from conftest import FIXTURES, add_old_document
-from ragkit.citations import sources_from_hits
-from ragkit.passages import section_trail
+from ragkit.answering.citations import sources_from_hits
+from ragkit.types import section_trail
 
 
 def _section(title: str, level: int, sentences: list[str]) -> str:
@@ -89,7 +89,7 @@ The station has 23 permanent staff and up to 40 in summer.
 def test_a_short_file_with_sections_is_a_passage_per_section_named_by_its_heading():
     """Before, the whole small file was one passage under its title, so the source panel
     named no section, and a passage found for "staff" quoted the overview first."""
-    from ragkit.chunking import chunk_pages, section_paths
+    from ragkit.ingest.chunking import chunk_pages, section_paths
 
     chunks = chunk_pages([HALCYON_MD], max_tokens=256, overlap_tokens=48)
     assert section_paths([HALCYON_MD], chunks) == ["Halcyon Station Annual Review > Overview",
@@ -100,7 +100,7 @@ def test_a_short_file_with_sections_is_a_passage_per_section_named_by_its_headin
 
 
 def test_a_heading_is_one_sentence_whatever_marks_it_holds():
-    from ragkit.text import split_sentences
+    from ragkit.lang.text import split_sentences
 
     text = "## 1. Introduction\nThe survey began in May. It ended in June.\n## 第一章 总则。\n正文。"
     assert [s.text for s in split_sentences(text)] == [
@@ -127,7 +127,7 @@ def test_a_section_that_never_repeats_its_documents_name_still_answers_a_questio
     """The grade reads a passage with its document's title and section path: the Dimensions
     passage answers "How tall are the Orion Bridge towers?" (it said "not found" once passages
     followed sections, as no sentence of that section names the bridge)."""
-    from ragkit.chat import ChatEngine
+    from ragkit.app.engine import ChatEngine
 
     assert kb.ingest(ORION_MD.encode(), filename="orion.md").ok
     assert kb.ingest(SKERRY_MD.encode(), filename="skerry.md").ok  # "tall", of another tower
@@ -138,7 +138,7 @@ def test_a_section_that_never_repeats_its_documents_name_still_answers_a_questio
 def test_a_source_quote_leaves_its_headings_to_the_section_path_and_joins_wrapped_lines():
     """What "Closest matches" shows of a passage: no "# Review" / "## Overview" lines (the
     section path above the quote names them), no hard break after "Dr.", table rows kept."""
-    from ragkit.text import readable_passage
+    from ragkit.lang.text import readable_passage
 
     passage = "# Review\n\n## Overview\n\nIts director is Dr.\nIngrid Solberg.\nName | Year\nNorth | 1990"
     assert readable_passage(passage) == "Its director is Dr. Ingrid Solberg.\nName | Year\nNorth | 1990"
@@ -151,7 +151,7 @@ def test_a_plain_text_file_has_no_section(kb):
 
 
 def test_the_section_is_stored_with_the_vector_so_a_lost_catalog_gets_it_back(kb):
-    from ragkit.integrity import documents_from_vectors, vectors_by_document
+    from ragkit.store.integrity import documents_from_vectors, vectors_by_document
 
     result = kb.ingest(HANDBOOK_MD.encode(), filename="handbook.md")
     grouped = vectors_by_document(kb.indexer.store, {result.document.id})
@@ -162,8 +162,8 @@ def test_the_section_is_stored_with_the_vector_so_a_lost_catalog_gets_it_back(kb
 
 
 def test_a_catalog_from_before_section_paths_is_migrated_and_its_passages_have_none(tmp_path):
-    from ragkit.catalog import MIGRATIONS, Catalog, _passage_sections
-    from ragkit.db import apply_migrations, open_database
+    from ragkit.store.catalog import MIGRATIONS, Catalog, _passage_sections
+    from ragkit.store.db import apply_migrations, open_database
 
     assert MIGRATIONS[5] is _passage_sections  # version 6: appended, never an edit of an applied one
     path = tmp_path / "registry.sqlite3"
@@ -178,7 +178,7 @@ def test_a_catalog_from_before_section_paths_is_migrated_and_its_passages_have_n
 
 
 def test_the_exported_conversation_names_each_sources_section(settings, kb):
-    from ragkit.chat import ChatEngine
+    from ragkit.app.engine import ChatEngine
 
     kb.ingest(HANDBOOK_MD.encode(), filename="handbook.md")
     engine = ChatEngine(settings, kb)

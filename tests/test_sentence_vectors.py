@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragkit.kb import KnowledgeBase
-from ragkit.rerank import SentenceReranker
-from ragkit.sentence_vectors import SPLITTER_META, STORED_META, pack, pool_sentences, sentence_spans, unpack
-from ragkit.text import SENTENCE_SPLITTER_VERSION, split_sentences
+from ragkit.lang.text import SENTENCE_SPLITTER_VERSION, split_sentences
+from ragkit.models.sentence_vectors import SPLITTER_META, STORED_META, pack, pool_sentences, sentence_spans, unpack
+from ragkit.retrieval.rerank import SentenceReranker
+from ragkit.store.kb import KnowledgeBase
 
 HARBOUR = ("The harbour of Vestby was dredged in 1911. Its lighthouse keeper, Ola Brekke, served for forty "
            "years. Ferries to the islands leave twice a day. 维斯特比港的灯塔建于一八九零年。")
@@ -140,7 +140,7 @@ def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_senten
 
 
 def test_another_process_reranks_by_sentences_once_a_reindex_stored_their_vectors(settings, embedder, monkeypatch):
-    from ragkit import retrieval
+    from ragkit.retrieval.hybrid import hybrid as retrieval
 
     writer = KnowledgeBase(settings, embedder=embedder)
     writer.ingest(HARBOUR.encode(), "vestby.txt")
@@ -198,7 +198,7 @@ def test_no_reindex_advice_for_an_empty_store_or_when_reranking_is_off(settings,
 
 
 def test_auto_reranks_nothing_when_the_model_pools_no_sentence_vectors(settings):
-    from ragkit.embeddings import HashingEmbedder
+    from ragkit.models.embeddings import HashingEmbedder
 
     knowledge_base = KnowledgeBase(settings, embedder=HashingEmbedder())
     try:
@@ -213,7 +213,7 @@ def test_auto_reranks_nothing_when_the_model_pools_no_sentence_vectors(settings)
 
 
 def test_a_full_reindex_with_a_model_that_pools_none_drops_the_earlier_models_vectors(settings, embedder):
-    from ragkit.embeddings import HashingEmbedder
+    from ragkit.models.embeddings import HashingEmbedder
 
     knowledge_base = KnowledgeBase(settings, embedder=embedder)
     knowledge_base.ingest(HARBOUR.encode(), "vestby.txt")
@@ -230,8 +230,8 @@ def test_a_full_reindex_with_a_model_that_pools_none_drops_the_earlier_models_ve
 
 def test_a_catalog_from_before_sentence_vectors_is_migrated_and_its_passages_have_none(tmp_path):
     from conftest import add_old_document
-    from ragkit.catalog import MIGRATIONS, Catalog, _sentence_vectors
-    from ragkit.db import apply_migrations, open_database
+    from ragkit.store.catalog import MIGRATIONS, Catalog, _sentence_vectors
+    from ragkit.store.db import apply_migrations, open_database
 
     assert MIGRATIONS[-1] is _sentence_vectors  # version 7: appended, never an edit of an applied one
     path = tmp_path / "registry.sqlite3"
@@ -260,7 +260,7 @@ def test_a_store_whose_generation_the_vector_store_never_reaches_chooses_its_rer
 
 
 def test_the_reindex_advice_loads_no_model_for_a_store_with_current_sentence_vectors(kb, embedder, monkeypatch):
-    from ragkit import kb as kb_module
+    from ragkit.store import kb as kb_module
 
     kb.ingest(HARBOUR.encode(), "vestby.txt")
     kb._embedder = None  # as 'ragkit docs' opens it: listing never loads the model
@@ -287,8 +287,8 @@ def test_the_sentences_reranker_reads_no_vectors_of_another_sentence_splitter(se
 
 
 def test_the_reindex_advice_never_asks_an_embedding_endpoint_nor_fails_on_a_missing_model(kb, monkeypatch):
-    from ragkit import kb as kb_module
     from ragkit.errors import EmbeddingError
+    from ragkit.store import kb as kb_module
 
     kb.ingest(HARBOUR.encode(), "vestby.txt")
     kb.catalog.set_meta(STORED_META, "none")  # an endpoint's store keeps no sentence vectors

@@ -25,8 +25,8 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from ragkit.config import Settings
-from ragkit.kb import KnowledgeBase
-from ragkit.text import search_tokens
+from ragkit.lang.text import search_tokens
+from ragkit.store.kb import KnowledgeBase
 from test_store_safety import SMALL_CHUNKS, Worker, assert_consistent, long_text, open_kb, write_file
 
 IS_ROOT = os.geteuid() == 0
@@ -120,8 +120,9 @@ def test_a_full_disk_refuses_the_files_that_do_not_fit_and_keeps_everything_befo
 
 
 def test_a_full_disk_when_saving_a_turn_names_the_file_and_keeps_the_conversation(tmp_path):
+    from ragkit.app.history import HistoryManager
     from ragkit.errors import StorageFull
-    from ragkit.history import HistoryManager, Turn
+    from ragkit.types import Turn
 
     with mounted_tmpfs(tmp_path / "disk", 2) as real_disk:
         if not real_disk:
@@ -143,8 +144,8 @@ def test_a_full_disk_when_saving_a_turn_names_the_file_and_keeps_the_conversatio
 def _ingest_with_a_full_disk_injected(data_dir: Path, files: list[Path], monkeypatch) -> list[list[str]]:
     import chromadb.errors
 
-    from ragkit.kb import IngestItem
-    from ragkit.vectors import VectorStore
+    from ragkit.store.kb import IngestItem
+    from ragkit.store.vectors import VectorStore
 
     real_add = VectorStore.add
 
@@ -266,7 +267,7 @@ def test_a_damaged_lexical_snapshot_is_rebuilt_silently(tmp_path, damage):
     assert {pid: round(score, 6) for pid, score in kb.lexical.scores(terms).items()} == before  # the same BM25
     assert kb.search("garden1x keeper storm 12", k=1)[0].filename == "g1.txt"
     kb.close()
-    from ragkit.lexical import LexicalIndex
+    from ragkit.store.lexical import LexicalIndex
 
     assert LexicalIndex().load(snapshot)  # rewritten whole
 
@@ -304,7 +305,8 @@ def test_databases_stay_inside_a_data_dir_whose_name_holds_url_characters(tmp_pa
     kb = open_kb(data_dir)
     kb.ingest(b"Quokkas smile at visitors.", filename="quokka.txt")
     kb.close()
-    from ragkit.history import HistoryManager, Turn
+    from ragkit.app.history import HistoryManager
+    from ragkit.types import Turn
 
     HistoryManager(data_dir / "sessions.sqlite3").add_turn("s1", Turn("q?", "q?", "a", "extractive"))
     assert sorted(p.name for p in parent.iterdir()) == [name]  # nothing written beside it

@@ -4,7 +4,7 @@ Faults are real: kill -9 of real processes stopped at chosen points of their wor
 (tests/store_worker.py), several processes on one data dir, catalog files emptied,
 deleted, corrupted or rolled back, vector store files deleted. After each, the catalog
 is compared with what Chroma holds, id by id. The embedding model is this suite's edge,
-so thousands of passages use the fast, model-free hashing embedder (ragkit.embeddings); the
+so thousands of passages use the fast, model-free hashing embedder (ragkit.models.embeddings); the
 command-line checks use the real model.
 """
 
@@ -25,9 +25,9 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from ragkit.config import Settings
-from ragkit.embeddings import HashingEmbedder
 from ragkit.errors import CatalogError, StoreInconsistent
-from ragkit.kb import KnowledgeBase
+from ragkit.models.embeddings import HashingEmbedder
+from ragkit.store.kb import KnowledgeBase
 
 WORKER = Path(__file__).parent / "store_worker.py"
 SMALL_CHUNKS = {"RAGKIT_CHUNK_TOKENS": "64", "RAGKIT_CHUNK_OVERLAP_TOKENS": "0"}
@@ -337,7 +337,7 @@ def test_a_process_opens_the_vector_store_only_under_the_write_lock(data_dir, tm
     a writer saved crashed (SIGSEGV) at its first search."""
     import chromadb
 
-    from ragkit.writelock import WriteLock
+    from ragkit.store.writelock import WriteLock
 
     kb = open_kb(data_dir)
     kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(40, "owl")))
@@ -390,7 +390,7 @@ def test_a_writer_reopens_before_saving_over_another_process_s_save(data_dir, tm
         if index_level0(data_dir) != before:
             break
     assert index_level0(data_dir) != before, "no first read of 30 saved a differently linked index"
-    with caplog.at_level(logging.INFO, logger="ragkit.vectors"):
+    with caplog.at_level(logging.INFO, logger="ragkit.store.vectors"):
         kb.ingest(write_file(tmp_path / "in", "gulls.txt", long_text(40, "gull")))
     assert "re-opening it" in caplog.text
     kb.close()
@@ -400,7 +400,7 @@ def test_a_writer_reopens_before_saving_over_another_process_s_save(data_dir, tm
 def test_a_search_while_another_process_saves_waits_for_it_then_answers_by_keywords(data_dir, tmp_path):
     """A read of embedded Chroma beside another process's save crashed the reader (SIGSEGV
     in its query), even on a client that had caught up before the save began."""
-    from ragkit.writelock import WriteLock
+    from ragkit.store.writelock import WriteLock
 
     kb = open_kb(data_dir)
     kb.ingest(write_file(tmp_path / "in", "notes.txt", long_text(40, "owl")))
@@ -455,7 +455,7 @@ def test_a_dead_writers_pending_row_is_cleared_by_the_next_process_that_opens(da
     writer = Worker(data_dir, "ingest", str(path), pause_at="begin")  # pending row, no vector yet
     writer.wait_for("paused begin")
     writer.kill()
-    from ragkit.catalog import Catalog
+    from ragkit.store.catalog import Catalog
 
     assert len(Catalog(data_dir / "registry.sqlite3").pending_writes()) == 1
     assert Worker(data_dir, "open").finish().strip() == "documents 0"  # holding the lock proves the writer gone

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ragkit.support import months, quantities, supports
-from ragkit.support_eval import restate, support_cases, support_metrics, to_chinese_numerals
+from ragkit.answering.support import months, quantities, supports
+from ragkit_dev.support_eval import restate, support_cases, support_metrics, to_chinese_numerals
 
 LUMEN = ("Northwind Lumen Ltd. makes desk lamps. It was founded in 2011 by Ana Ortiz in Porto. "
          "The Lumen X1 costs 349 US dollars, weighs 4.2 kg and comes with a 3-year warranty. "

@@ -19,10 +19,9 @@ import pytest
 
 from conftest import REPO
 from ragkit.config import Settings, load_settings
-from ragkit.embeddings import HashingEmbedder
-from ragkit.errors import RagkitError, SettingsError
-from ragkit.kb import KnowledgeBase
-from ragkit.vectors import VectorStoreRefused
+from ragkit.errors import RagkitError, SettingsError, VectorStoreRefused
+from ragkit.models.embeddings import HashingEmbedder
+from ragkit.store.kb import KnowledgeBase
 from servers import start_chroma, start_token_proxy
 
 TOKEN = "team-token.7f3a_9c!"

@@ -12,13 +12,14 @@ import time
 import pytest
 from sqlalchemy import text
 
-from ragkit.catalog import Catalog
+from ragkit.app.history import HistoryManager
 from ragkit.config import Settings, load_settings
-from ragkit.db import open_database, read
-from ragkit.embeddings import HashingEmbedder
 from ragkit.errors import DatabaseUnreachable, SettingsError
-from ragkit.history import HistoryManager, Turn
-from ragkit.kb import KnowledgeBase
+from ragkit.models.embeddings import HashingEmbedder
+from ragkit.store.catalog import Catalog
+from ragkit.store.db import open_database, read
+from ragkit.store.kb import KnowledgeBase
+from ragkit.types import Turn
 
 
 def test_the_database_url_must_be_postgresql_and_its_password_is_never_echoed(tmp_path):
@@ -77,7 +78,8 @@ def test_replicas_opening_a_new_database_at_once_apply_each_migration_once(datab
     with read(engine) as conn:
         versions = dict(conn.execute(text("SELECT name, version FROM schema_migrations")).all())
     engine.dispose()
-    from ragkit import catalog, history
+    from ragkit.app import history
+    from ragkit.store import catalog
 
     assert versions == {"catalog": len(catalog.MIGRATIONS), "sessions": len(history.MIGRATIONS)}
 

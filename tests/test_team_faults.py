@@ -10,11 +10,12 @@ import uuid
 
 import pytest
 
+from ragkit.app.history import HistoryManager
 from ragkit.config import Settings
-from ragkit.embeddings import HashingEmbedder
 from ragkit.errors import DatabaseUnreachable
-from ragkit.history import HistoryManager, Turn
-from ragkit.kb import KnowledgeBase
+from ragkit.models.embeddings import HashingEmbedder
+from ragkit.store.kb import KnowledgeBase
+from ragkit.types import Turn
 from servers import ChromaServer, start_chroma
 
 

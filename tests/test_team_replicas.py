@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from ragkit.catalog import HOST, Catalog, PendingWrite
 from ragkit.config import Settings
-from ragkit.embeddings import HashingEmbedder
-from ragkit.kb import KnowledgeBase
-from ragkit.writelock import DatabaseWriteLock
+from ragkit.models.embeddings import HashingEmbedder
+from ragkit.store.catalog import HOST, Catalog, PendingWrite
+from ragkit.store.kb import KnowledgeBase
+from ragkit.store.writelock import DatabaseWriteLock
 from test_store_safety import WORKER, long_text, write_file
 
 CONSISTENT_WITHIN_S = 5.0  # the bound for another replica to see a change
@@ -162,7 +162,7 @@ def test_the_database_lock_excludes_writers_and_dies_with_its_holder(database_ur
     with second.hold(wait=False) as other:
         assert other is True
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; sys.path.insert(0, '.'); from ragkit.writelock import "
+        [sys.executable, "-c", "import sys, time; sys.path.insert(0, '.'); from ragkit.store.writelock import "
          "DatabaseWriteLock as L; lock = L(sys.argv[1]); h = lock.hold(); h.__enter__(); print('held', flush=True); "
          "time.sleep(600)", url], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

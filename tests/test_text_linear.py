@@ -20,24 +20,15 @@ import jieba
 import jieba.finalseg
 import pytest
 
-from ragkit import text as text_module
-from ragkit.chunking import chunk_pages
+from ragkit.answering.contextualize import FOLLOW_UP_OPENERS, clean_rewrite, heuristic_rewrite, key_terms, needs_context
+from ragkit.answering.extractive import extractive_answer
 from ragkit.config import Settings
-from ragkit.contextualize import (
-    FOLLOW_UP_OPENERS,
-    Exchange,
-    clean_rewrite,
-    heuristic_rewrite,
-    key_terms,
-    needs_context,
-)
-from ragkit.extractive import extractive_answer
-from ragkit.passages import Hit, Passage
-from ragkit.text import (
+from ragkit.ingest.chunking import chunk_pages
+from ragkit.lang import text as text_module
+from ragkit.lang.text import (
     _SENTENCE_END_RE,
     _WORD_RE,
     BRACKET_REACH,
-    Span,
     _append_stripped,
     chinese_words,
     count_tokens,
@@ -47,6 +38,7 @@ from ragkit.text import (
     split_sentences,
     word_runs,
 )
+from ragkit.types import Exchange, Hit, Passage, Span
 from work_counting import count_operations, cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ tells no passage from another, so the vector search blends in the question witho
 
 import numpy as np
 
-from ragkit.topic import topic_words, without_topic
+from ragkit.lang.topic import topic_words, without_topic
 
 HARBOUR = ("Harbour Point has a lighthouse built in 1911.", "Harbour Point ferries leave at noon.",
            "The bakery opens at dawn.")
@@ -11,15 +11,16 @@ HARBOUR = ("Harbour Point has a lighthouse built in 1911.", "Harbour Point ferri
 
 def test_the_words_half_the_passages_say_are_the_topic_and_a_question_is_compared_without_them(settings):
     idf = {"harbour": 0.4, "point": 0.4, "ferri": 1.2}
-    assert topic_words(idf, 40, settings) == {"harbour", "point"}
-    assert topic_words(idf, 5, settings) == frozenset()  # a few passages have no topic
+    assert topic_words(idf, 40, settings.grade_topic_share, settings.grade_topic_min_passages) == {"harbour", "point"}
+    # a few passages have no topic
+    assert topic_words(idf, 5, settings.grade_topic_share, settings.grade_topic_min_passages) == frozenset()
     assert without_topic("When do Harbour Point ferries leave?", frozenset({"harbour", "point"})) == \
         "When do ferries leave?"
     assert without_topic("Harbour Point?", frozenset({"harbour", "point"})) == "Harbour Point?"  # nothing left
 
 
 def test_the_vector_search_blends_the_question_with_the_question_without_its_topic_words(settings, embedder):
-    from ragkit.kb import KnowledgeBase
+    from ragkit.store.kb import KnowledgeBase
 
     knowledge_base = KnowledgeBase(settings.model_copy(update={"grade_topic_min_passages": 1}), embedder=embedder)
     try:

@@ -5,15 +5,8 @@ or ligatures, and a passage shown in its surrounding text."""
 from __future__ import annotations
 
 from conftest import FIXTURES
-from ragkit.passages import Passage
-from ragkit.viewer import (
-    find_spans,
-    highlight_on_white,
-    page_text,
-    quote_pieces,
-    render_pdf_page,
-    text_context,
-)
+from ragkit.app.viewer import find_spans, highlight_on_white, page_text, quote_pieces, render_pdf_page, text_context
+from ragkit.types import Passage
 
 
 def highlighted_pixels(image) -> int:

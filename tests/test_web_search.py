@@ -8,10 +8,10 @@ import pytest
 
 from conftest import free_port
 from llm_helpers import llm_settings
-from ragkit.chat import ChatEngine
+from ragkit.app.engine import ChatEngine
 from ragkit.cli import print_sources
-from ragkit.devserver import Reply, ScriptedOpenAIServer, default_responder
-from ragkit.websearch import parse_results
+from ragkit.retrieval.websearch import parse_results
+from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder
 from searx_helpers import MONGOLIA, SearxServer
 
 

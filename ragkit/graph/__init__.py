@@ -3,9 +3,9 @@
 The drawing, the module map and where new nodes go: ``build.py``; the stream's events:
 ``events.py``."""
 
-from .build import build_graph
-from .context import RagContext
-from .retriever import PassageRetriever
-from .state import RagState, TurnInput
+from ragkit.graph.build import build_graph
+from ragkit.graph.context import RagContext
+from ragkit.graph.protocols import PassageRetriever
+from ragkit.graph.state import RagState, TurnInput
 
 __all__ = ["build_graph", "RagContext", "PassageRetriever", "RagState", "TurnInput"]

@@ -52,17 +52,16 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from .answering import check_citations, extract, generate, not_found
-from .chain import after_generate, after_next_model, next_model
-from .context import RagContext
-from .hops import extract_hops, hop_round, plan
-from .memory import recall
-from .recording import record
-from .rounds import focus, retrieve, rewrite_query
-from .routing import ROUTES, after_contextualize, after_route, contextualize, direct, route
-from .state import RagState, TurnInput
-from .sufficiency import grade
-from .web import (
+from ragkit.graph.agentic.hops import extract_hops, hop_round, plan
+from ragkit.graph.context import RagContext
+from ragkit.graph.nodes.answer import check_citations, extract, generate, not_found
+from ragkit.graph.nodes.chain import after_generate, after_next_model, next_model
+from ragkit.graph.nodes.grade import grade
+from ragkit.graph.nodes.memory import recall
+from ragkit.graph.nodes.record import record
+from ragkit.graph.nodes.retrieve import focus, retrieve, rewrite_query
+from ragkit.graph.nodes.route import ROUTES, after_contextualize, after_route, contextualize, direct, route
+from ragkit.graph.nodes.web import (
     after_check,
     after_grade_or_web,
     after_hop_or_web,
@@ -73,6 +72,7 @@ from .web import (
     web_hops,
     web_search,
 )
+from ragkit.graph.state import RagState, TurnInput
 
 
 def build_graph():

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Settings
-from ..history import HistoryManager
-from ..llm import ModelChoice, ModelClients, model_chain
-from .budget import TurnBudget
-from .retriever import PassageRetriever
-from .state import RagState
+from ragkit.config import Settings
+from ragkit.graph.protocols import ConversationLog, PassageRetriever
+from ragkit.graph.state import RagState
+from ragkit.models.budget import TurnBudget
+from ragkit.models.chat import ModelChoice, ModelClients, model_chain
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class RagContext:
 
     settings: Settings
     passages: PassageRetriever
-    history: HistoryManager
+    history: ConversationLog
     models: ModelClients
     # Answer even when the grade calls the evidence weak (the grade is still recorded): what
     # ``eval --answers`` measures, the answerer on every question rather than the judge.

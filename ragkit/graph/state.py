@@ -14,14 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from ..citations import Source
-from ..contextualize import Exchange
-from ..history import TraceStep, Turn
-from ..memory import ConversationMemory
-from ..passages import Hit
-from ..retrieval import SearchFilters
-from ..text import is_cjk_text
-from .grading import Grade
+from ragkit.answering.grading import Grade
+from ragkit.answering.memory import ConversationMemory
+from ragkit.lang.text import is_cjk_text
+from ragkit.types import Exchange, Hit, SearchFilters, Source, TraceStep, Turn
 
 AnswerMode = Literal["extractive", "llm", "not_found", "direct"]
 ChatMode = Literal["default", "agentic"]
