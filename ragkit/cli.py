@@ -18,7 +18,7 @@ from ragkit.app.engine import ChatEngine, QuestionError
 from ragkit.app.history import HistoryManager, SessionError
 from ragkit.app.render import terminal_json, terminal_json_text, terminal_safe
 from ragkit.config import load_settings
-from ragkit.errors import CatalogError, RagkitError
+from ragkit.errors import CatalogError, RagkitError, UsageError
 from ragkit.ingest.folders import collect_files
 from ragkit.store.integrity import set_aside
 from ragkit.store.kb import IngestItem, KnowledgeBase, plural
@@ -29,10 +29,6 @@ MAX_RESULTS = 1000
 
 
 MODEL_FELL_BACK = 3  # ask: the configured model failed and the answer shown is the offline one
-
-
-class CommandError(RuntimeError):
-    """A failure to report as one line and exit code 1."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -80,7 +76,7 @@ def cmd_ingest(args) -> int:
             print(f"- {'skipped':<11} {terminal_safe(skipped.message)}")
     files = selection.files if selection else []
     if not files and not urls:
-        raise CommandError("no supported files found in " + ", ".join(args.paths))
+        raise UsageError("no supported files found in " + ", ".join(args.paths))
 
     kb = _kb(args)
     kb_id = kb.knowledge_base(args.kb).id if args.kb else ""
@@ -103,7 +99,7 @@ def cmd_ingest(args) -> int:
             print(f"{mark} {result.status:<11} {terminal_safe(result.message)}{doc}")
     refused = [r for r in results if not r.ok]
     if refused:
-        raise CommandError(f"{len(refused)} of {len(results)} files refused")
+        raise UsageError(f"{len(refused)} of {len(results)} files refused")
     return 0
 
 
@@ -207,7 +203,7 @@ def cmd_delete(args) -> int:
         try:
             record = kb.delete(doc_id)
         except KeyError as exc:
-            raise CommandError(str(exc.args[0])) from None
+            raise UsageError(str(exc.args[0])) from None
         print(f"deleted {record.id} ({terminal_safe(record.filename)})")
     return 0
 
@@ -219,7 +215,7 @@ def cmd_tag(args) -> int:
         tags = args.tags.split(",") if args.tags is not None else None
         record = kb.update_metadata(args.id, tags=tags, title=args.title)
     except KeyError as exc:
-        raise CommandError(str(exc.args[0])) from None
+        raise UsageError(str(exc.args[0])) from None
     print(f"{record.id}: title={terminal_safe(repr(record.title))} tags={terminal_safe(','.join(record.tags))}")
     return 0
 
@@ -257,16 +253,16 @@ def cmd_eval(args) -> int:
     from ragkit_dev.eval import run_dialogues, run_eval, run_identifiers, run_multihop, run_unanswerable
 
     if args.identifiers is not None and args.identifiers < 1:
-        raise CommandError(f"--identifiers needs a positive number of passages, not {args.identifiers}")
+        raise UsageError(f"--identifiers needs a positive number of passages, not {args.identifiers}")
     if args.support:
         from ragkit_dev.support_eval import run_support
 
         _print_summary(run_support(args.support + ([args.path] if args.path else []), limit=args.limit), args.json)
         return 0
     if not args.identifiers and not args.path:
-        raise CommandError("name a SQuAD-format file to evaluate (or use --identifiers N)")
+        raise UsageError("name a SQuAD-format file to evaluate (or use --identifiers N)")
     if args.compare_modes and (args.mode or args.multihop or args.unanswerable or args.dialogues or args.identifiers):
-        raise CommandError("--compare-modes asks a SQuAD-format file's questions in both modes: "
+        raise UsageError("--compare-modes asks a SQuAD-format file's questions in both modes: "
                            "use it with --answers only, without --mode")
     bars: dict[str, tqdm] = {}
 
@@ -320,7 +316,7 @@ def cmd_bench(args) -> int:
             summary = measure_peer(questions_per_set=100 if args.quick else None,
                                    embedding_backend=load_settings().embedding_backend)
         except PeerBenchError as exc:
-            raise CommandError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         _print_summary(summary, args.json)
         return 0
     say = lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True)  # noqa: E731
@@ -390,7 +386,7 @@ def cmd_ask(args) -> int:
             elif kind == "done":
                 turn = event["turn"]
     except (QuestionError, SessionError) as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     finally:
         progress.clear()
     fell_back = MODEL_FELL_BACK if turn.error and turn.mode != "llm" else 0
@@ -493,13 +489,13 @@ def cmd_sessions(args) -> int:
             history.delete(_need(args.id))
             print(f"deleted session {args.id}")
     except SessionError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     return 0
 
 
 def _need(value, what: str = "a session id"):
     if not value:
-        raise CommandError(f"this command needs {what}")
+        raise UsageError(f"this command needs {what}")
     return value
 
 
@@ -658,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         return args.func(args) or 0
-    except (CommandError, RagkitError) as exc:
+    except RagkitError as exc:
         print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,29 +1,40 @@
-"""ragkit's exception tree: every error the library raises on purpose derives from
-:class:`RagkitError`, and its message is written for the user (what went wrong, what to do).
+"""ragkit's exception tree, drawn and defined here and nowhere else: every error the library
+raises on purpose derives from :class:`RagkitError`, and its message is written for the user
+(what went wrong, what to do).
 
-Callers (the pages, the CLI) catch ``RagkitError`` and show its message; anything else is a
-bug and keeps its traceback in the log.
+Callers (the pages, the CLI, the HTTP API) catch ``RagkitError`` and show its message; anything
+else is a bug and keeps its traceback in the log.
 
     RagkitError
-    ├── SettingsError          an invalid setting (names the variable)
-    ├── InputError             something the user gave that cannot be used
-    │   ├── QuestionError      an empty, punctuation-only or too long question
-    │   ├── SessionError       a bad or unknown conversation id
-    │   ├── ModelNotFound      a model id that is not configured (names the known ones)
-    │   └── LoaderError        a file that cannot be turned into text
-    ├── KnowledgeBaseError     the knowledge base as a whole
+    ├── SettingsError            an invalid setting (names the variable)
+    ├── InputError               something the user gave that cannot be used
+    │   ├── QuestionError        an empty, punctuation-only or too long question
+    │   ├── SessionError         a bad or unknown conversation id
+    │   ├── ModelNotFound        a model id that is not configured (names the known ones)
+    │   ├── LoaderError          a file that cannot be turned into text
+    │   └── UsageError           a command line that cannot be carried out as given
+    ├── KnowledgeBaseError       the knowledge base as a whole
     │   ├── CatalogError, StoreInconsistent, EmbeddingModelMismatch
-    │   ├── DatabaseUnreadable a database file that exists but cannot be read
-    │   ├── ReadOnlyDataDir    a change asked of a data dir that cannot be written
-    │   ├── StorageFull        a change that did not fit on the disk
-    │   └── EmbeddingError     the embedding model cannot be loaded or called
-    ├── NotAllowed             a person not among RAGKIT_EDITORS asked to change documents
-    ├── ModelError             a configured language model failed (the answer falls back)
-    ├── WebSearchFailed        the web search provider failed (the turn says "not found")
-    ├── AnswerFailed           a turn failed unexpectedly (nothing was recorded)
-    └── StartupError           the app's parts could not be opened
+    │   ├── DatabaseUnreadable   a database file that exists but cannot be read
+    │   ├── DatabaseUnreachable  the database or Chroma server did not answer
+    │   ├── ReadOnlyDataDir      a change asked of a data dir that cannot be written
+    │   ├── StorageFull          a change that did not fit on the disk
+    │   ├── EmbeddingError       the embedding model cannot be loaded or called
+    │   ├── VectorStoreUnavailable  the vector store cannot be opened or read
+    │   │   ├── VectorStoreRefused  the Chroma server refused the token
+    │   │   └── VectorStoreBusy     another process has been saving too long
+    │   └── RerankerError        the configured reranker cannot be used
+    ├── NotAllowed               a person not among RAGKIT_EDITORS asked to change documents
+    ├── ModelError               a configured language model failed (the answer falls back)
+    │   ├── ModelTimeout         no reply in time
+    │   ├── StreamBroken         the stream stopped before it was complete
+    │   ├── ContextTooSmall      the prompt cannot fit the model's window
+    │   ├── ContextOverflow      the server refused the prompt as too long
+    │   └── UnusableAnswer       a reply that is not an answer
+    ├── WebSearchFailed          the web search provider failed (the turn says "not found")
+    ├── AnswerFailed             a turn failed unexpectedly (nothing was recorded)
+    └── StartupError             the app's parts could not be opened
 """
-
 
 class RagkitError(Exception):
     """Base of every error ragkit raises on purpose; the message is for the user."""
@@ -51,6 +62,11 @@ class ModelNotFound(InputError):
 
 class LoaderError(InputError):
     """A file that cannot be turned into text; the message says why, for the user."""
+
+
+class UsageError(InputError):
+    """A command line that cannot be carried out as given (a missing argument, a bad
+    combination); the CLI prints it as one line and exits 1."""
 
 
 class KnowledgeBaseError(RagkitError, RuntimeError):
@@ -93,25 +109,29 @@ class EmbeddingError(KnowledgeBaseError):
     """The configured embedding model cannot be loaded or called."""
 
 
+class VectorStoreUnavailable(KnowledgeBaseError):
+    """The vector store cannot be opened or read (damaged files, a full disk)."""
+
+
+class VectorStoreRefused(VectorStoreUnavailable):
+    """The Chroma server refused ragkit's token (RAGKIT_CHROMA_TOKEN missing or wrong); the
+    message says which and what to do."""
+
+
+class VectorStoreBusy(VectorStoreUnavailable):
+    """Another process has been saving for so long that this one cannot catch up yet."""
+
+
+class RerankerError(KnowledgeBaseError):
+    """The configured reranker cannot be used (a missing or unreadable model directory)."""
+
+
 class NotAllowed(RagkitError, PermissionError):
     """A logged-in person who may ask but not add, change or delete documents (``RAGKIT_EDITORS``)."""
 
 
 class ModelError(RagkitError, RuntimeError):
     """A configured language model failed or replied with something unusable."""
-
-
-class WebSearchFailed(RagkitError, RuntimeError):
-    """The configured web search provider could not be used (unreachable, too slow, not
-    its JSON API); the message says which and why."""
-
-
-class AnswerFailed(RagkitError, RuntimeError):
-    """A turn failed for a reason ragkit did not foresee; nothing of it was recorded."""
-
-
-class StartupError(RagkitError, RuntimeError):
-    """The knowledge base, the sessions or the model could not be opened at start."""
 
 
 class ModelTimeout(ModelError, TimeoutError):
@@ -130,6 +150,10 @@ class ContextTooSmall(ModelError):
     """The prompt cannot fit the model's context window."""
 
 
+class ContextOverflow(ModelError):
+    """The server refused the prompt as longer than its context window."""
+
+
 class UnusableAnswer(ModelError):
     """The model's reply is not an answer (empty, echoed instructions, no structured output,
     no sentence supported, not what was asked); ``withheld``: its sentences not shown."""
@@ -139,22 +163,14 @@ class UnusableAnswer(ModelError):
         self.withheld = withheld or []
 
 
-class ContextOverflow(ModelError):
-    """The server refused the prompt as longer than its context window."""
+class WebSearchFailed(RagkitError, RuntimeError):
+    """The configured web search provider could not be used (unreachable, too slow, not
+    its JSON API); the message says which and why."""
 
 
-class RerankerError(RagkitError):
-    """The configured reranker cannot be used (a missing or unreadable model directory)."""
+class AnswerFailed(RagkitError, RuntimeError):
+    """A turn failed for a reason ragkit did not foresee; nothing of it was recorded."""
 
 
-class VectorStoreUnavailable(KnowledgeBaseError):
-    """The vector store cannot be opened or read (damaged files, a full disk)."""
-
-
-class VectorStoreRefused(VectorStoreUnavailable):
-    """The Chroma server refused ragkit's token (RAGKIT_CHROMA_TOKEN missing or wrong); the
-    message says which and what to do."""
-
-
-class VectorStoreBusy(VectorStoreUnavailable):
-    """Another process has been saving for so long that this one cannot catch up yet."""
+class StartupError(RagkitError, RuntimeError):
+    """The knowledge base, the sessions or the model could not be opened at start."""
