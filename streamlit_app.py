@@ -13,9 +13,10 @@ _upload_gate.try_install()
 import streamlit as st  # noqa: E402
 
 from pages._access import access_gate, asked_page, remember_asked_page, render_logout  # noqa: E402
-from pages._widgets import conversation_in_view, render_model_status, start_loading  # noqa: E402
-from ragkit.app.render import escape_markdown  # noqa: E402
-from ragkit.errors import DatabaseUnreachable  # noqa: E402
+from pages._service import start_loading  # noqa: E402
+from pages._widgets import conversation_in_view, render_model_status  # noqa: E402
+from ragkit import DatabaseUnreachable  # noqa: E402
+from ragkit.app import escape_markdown  # noqa: E402
 
 st.set_page_config(
     page_title="ragkit — chat with your documents", page_icon="📚", layout="wide",

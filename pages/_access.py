@@ -27,9 +27,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import _upload_gate
-from ragkit.app.access import LoginThrottle
-from ragkit.app.render import escape_markdown
-from ragkit.config import SettingsError, load_settings
+from ragkit import SettingsError, load_settings
+from ragkit.app import LoginThrottle, escape_markdown
 
 _GRANTED = "ragkit-password-ok"
 _ASKED_PAGE = "ragkit-page-asked-before-login"
@@ -62,7 +61,7 @@ def current_person() -> str | None:
 
 def may_edit_documents() -> bool:
     """Whether this visitor may add, edit and delete documents (see ``ragkit.store.people``)."""
-    from ragkit.store.people import may_edit
+    from ragkit.app import may_edit
 
     return may_edit(load_settings(), current_person())
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._access import current_person
-from ragkit.app.render import escape_markdown
-from ragkit.errors import RagkitError
-from ragkit.store.kb import KnowledgeBase, plural
-from ragkit.types import KnowledgeBaseInfo
+from ragkit import KnowledgeBase, KnowledgeBaseInfo, RagkitError
+from ragkit.app import escape_markdown, plural
 
 CURRENT_KB = "current-kb"  # the knowledge base the Documents and Stats pages show (its id)
 ALL = "*"  # the Stats page's "every knowledge base"

@@ -13,9 +13,9 @@ import uuid
 
 import streamlit as st
 
-from ragkit.app.render import escape_line
-from ragkit.app.viewer import quote_pieces, render_pdf_page, text_context
-from ragkit.types import DocumentRecord, Source
+from pages._service import service_future
+from ragkit import DocumentRecord, Source
+from ragkit.app import escape_line, quote_pieces, render_pdf_page, text_context
 
 VIEWER = "source-viewer"  # what the dialog shows: doc_id, page, passage_id, quote, cited page
 DOWNLOAD_TYPES = {"pdf": "application/pdf", "docx": "application/vnd.openxmlformats-officedocument."
@@ -47,10 +47,8 @@ def _turn_page(step: int) -> None:
 
 @st.dialog("Source", width="large")
 def _viewer_dialog() -> None:
-    from pages._widgets import _service_future
-
     target = st.session_state.get(VIEWER) or {}
-    kb = _service_future().result().kb
+    kb = service_future().result().kb
     doc = kb.document(target.get("doc_id", ""))
     if doc is None:
         st.warning("This document has been deleted since the answer was given; the quote is all that is left.",
@@ -100,7 +98,7 @@ def _pdf_viewer_available() -> bool:
 
 
 def _text_view(kb, doc: DocumentRecord, target: dict) -> None:
-    from ragkit.app.viewer import page_text
+    from ragkit.app import page_text
 
     passages = kb.passages(doc.id)
     passage = next((p for p in passages if p.id == target.get("passage_id")), None)

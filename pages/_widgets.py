@@ -15,24 +15,34 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
-from ragkit.answering.citations import match_strength
-from ragkit.answering.marks import answer_spans
-from ragkit.app.history import HistoryManager
-from ragkit.app.jobs import IngestJob
-from ragkit.app.render import escape_line, escape_markdown, safe_answer_markdown
-from ragkit.app.service import RagService
-from ragkit.config import load_settings
-from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
-from ragkit.lang.text import is_cjk_text, match_spans
-from ragkit.models.chat import model_status
-from ragkit.types import Source, Turn
+from pages._service import service_future
+from pages._viewer import source_button
+from ragkit import (
+    DatabaseUnreachable,
+    HistoryManager,
+    RagkitError,
+    RagService,
+    SettingsError,
+    Source,
+    Turn,
+    load_settings,
+    model_status,
+)
+from ragkit.app import (
+    IngestJob,
+    answer_spans,
+    escape_line,
+    escape_markdown,
+    is_cjk_text,
+    match_spans,
+    match_strength,
+    safe_answer_markdown,
+)
 
 log = logging.getLogger(__name__)
-_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-loader")
 
 STATUS_ICON = {
     "added": ":material/check_circle:",
@@ -137,21 +147,10 @@ def quote_markdown(text: str, query: str = "", answer: bool = False, topic: str 
     return "\n".join(lines)
 
 
-@st.cache_resource(show_spinner=False)
-def _service_future() -> Future:
-    """Start building the service once per process."""
-    return _EXECUTOR.submit(lambda: RagService(load_settings()))
-
-
-def start_loading() -> None:
-    """Kick off the background load (call early in the entry script)."""
-    _service_future()
-
-
 def get_service() -> RagService:
     """The shared service (each page calls it once per run): shows a spinner while the model
     loads, stops the page on errors, and says so when the store is damaged."""
-    future = _service_future()
+    future = service_future()
     try:
         if not future.done():
             with st.spinner("Loading the embedding model and the knowledge base… (first start only)"):
@@ -160,7 +159,7 @@ def get_service() -> RagService:
     except RagkitError as exc:  # the library says what failed in words; details are in the log
         st.error(f"ragkit cannot start: {escape_markdown(str(exc))}")
         if isinstance(exc, DatabaseUnreachable):  # a server that may come back: the next run tries again
-            _service_future.clear()
+            service_future.clear()
             st.button("Try again", icon=":material/refresh:")
         st.stop()
     render_health(service)
@@ -287,7 +286,6 @@ def render_source(source: Source, query: str, numbered: bool = True, key: str = 
     """One source: where it is from, the passage it relies on (query words highlighted, and in
     a cited one the part that answers), and how well it matches in words (the numbers on
     hover); with ``key``, a button that opens it in the source viewer."""
-    from pages._viewer import source_button
 
     st.markdown(source_heading(source, bold=True, numbered=numbered))
     # where in the document: the headings above the passage (not a path that only repeats the
@@ -300,7 +298,7 @@ def render_source(source: Source, query: str, numbered: bool = True, key: str = 
         source_button(source, key)
     # the answer's part of a cited passage is marked; a passage it did not use (closest matches) is not
     st.markdown(quote_markdown(source.quote, query, answer=source.cited, topic=source.title))
-    strength = match_strength(query, source, _service_future().result().settings)
+    strength = match_strength(query, source, service_future().result().settings)
     st.markdown(f"{MATCH_BADGE[strength.label]} {strength.detail}", help=strength.scores)
 
 
@@ -313,7 +311,6 @@ def render_source_panel(sources: list[Source], question: str, searched_as: str, 
                         key: str = "") -> None:
     """The citation panel of one answer: cited sources, then what was also retrieved (with
     ``key``, each opens in the source viewer)."""
-    from pages._viewer import source_button
 
     if not sources:
         return
@@ -329,7 +326,7 @@ def render_source_panel(sources: list[Source], question: str, searched_as: str, 
             render_source(source, query, key=key and f"{key}-{source.n}")
         if others and cited:
             st.markdown("**Also retrieved**")
-            settings = _service_future().result().settings
+            settings = service_future().result().settings
             for source in others:
                 strength = match_strength(query, source, settings)
                 with st.container(horizontal=True, vertical_alignment="center", gap="small"):

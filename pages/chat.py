@@ -19,15 +19,26 @@ from pages._widgets import (
     render_turn,
     track_jobs,
 )
-from ragkit.app.history import SessionError, SessionInfo, new_session_id, validate_session_id
-from ragkit.app.render import escape_line, escape_markdown, safe_answer_markdown
-from ragkit.app.stats import conversation_labels
-from ragkit.errors import QuestionError, RagkitError
-from ragkit.events import ChatEvent
-from ragkit.models.chat import chat_models
-from ragkit.retrieval.hybrid import allowed_documents
-from ragkit.store.kb import plural
-from ragkit.types import SearchFilters, Turn
+from ragkit import (
+    ChatEvent,
+    QuestionError,
+    RagkitError,
+    SearchFilters,
+    SessionError,
+    SessionInfo,
+    Turn,
+    chat_models,
+    new_session_id,
+    validate_session_id,
+)
+from ragkit.app import (
+    allowed_documents,
+    conversation_labels,
+    escape_line,
+    escape_markdown,
+    plural,
+    safe_answer_markdown,
+)
 
 PENDING = "pending-question"  # a question sent with files: answered once the files are indexed
 REDO = "redo-last"  # ("regenerate" | "edit", session id, turn id, question): answer the last turn again

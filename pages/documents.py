@@ -23,12 +23,8 @@ from pages._widgets import (
     render_indexing,
     track_jobs,
 )
-from ragkit.app.render import escape_line, escape_markdown
-from ragkit.app.stats import documents_frame
-from ragkit.errors import RagkitError
-from ragkit.store.kb import plural
-from ragkit.store.tags import checked_tags
-from ragkit.types import section_trail
+from ragkit import RagkitError
+from ragkit.app import checked_tags, documents_frame, escape_line, escape_markdown, plural, section_trail
 
 SELECTED, TABLE, TABLE_IDS = "selected-documents", "documents-table", "documents-table-ids"
 

@@ -6,7 +6,7 @@ import streamlit as st
 from pages._access import current_person, require_access
 from pages._kb import ALL, keep_session_in_url, knowledge_base_picker
 from pages._widgets import get_service, render_feedback_summary
-from ragkit.app.stats import (
+from ragkit.app import (
     conversation_labels,
     documents_by,
     documents_frame,

@@ -21,9 +21,10 @@ from ragkit.answering.grading import grade_offline, question_terms, says_asked_k
 from ragkit.app.engine import ChatEngine
 from ragkit.app.history import HistoryManager
 from ragkit.errors import QuestionError
-from ragkit.graph.agentic.hops import hops_kept, merge_hits, side_link
-from ragkit.graph.nodes.web import with_web_link
-from ragkit.graph.state import HopLink, RagState
+from ragkit.graph.agentic.rounds import hops_kept, merge_hits, side_link
+from ragkit.graph.agentic.state import AgentState
+from ragkit.graph.agentic.web import with_web_link
+from ragkit.graph.state import HopLink
 from ragkit.types import Hit, Passage
 from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, structured
 from ragkit_dev.eval import run_multihop
@@ -214,7 +215,7 @@ def test_a_chinese_choice_both_or_difference_is_a_comparison(question):
 def test_a_web_result_for_one_side_replaces_that_sides_passage_only():
     """Sides are found by what was searched, not by position: side A reached nothing, side
     B did; A's web result must not take B's place."""
-    state = RagState(session_id="s", question="q", sub_questions=["Alpha Tower Which is taller",
+    state = AgentState(question="q", sub_questions=["Alpha Tower Which is taller",
                                                                    "Beta Spire Which is taller"])
     beta = _hop("Beta Spire Which is taller", "The Beta Spire is 96 metres tall.", title="beta")
     assert side_link([beta], "Alpha Tower Which is taller") is None

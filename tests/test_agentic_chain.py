@@ -16,8 +16,7 @@ from conftest import free_port
 from llm_helpers import llm_settings
 from ragkit.app.engine import ChatEngine
 from ragkit.graph.nodes.answer import check_citations
-from ragkit.graph.nodes.chain import after_next_model
-from ragkit.graph.nodes.web import after_check
+from ragkit.graph.routes import after_check, after_next_model
 from ragkit.graph.state import ModelAttempt, RagState
 from ragkit.types import Source
 from ragkit_dev.devserver import Reply, ScriptedOpenAIServer, default_responder, structured

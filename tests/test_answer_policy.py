@@ -1,6 +1,6 @@
 """Which retrieved passages an answer draws on (the answer policy of ragkit.graph.nodes.retrieve), on a real store."""
 
-from ragkit.graph.nodes.retrieve import add_linked_documents, focus_hits, relevant_hits
+from ragkit.graph.policy import add_linked_documents, focus_hits, relevant_hits
 from ragkit.store.kb import KnowledgeBase
 from ragkit.types import Hit, Passage, SearchFilters
 

@@ -171,9 +171,9 @@ def test_a_new_visitor_sees_no_document_or_conversation(data_dir, monkeypatch):
     owner = app_test().run()
     log_in(owner, PASSWORD)
     owner.chat_input[0].upload(SECRET_FILE, b"# Lighthouse keeper notes\n\nThe lamp is lit at dusk.\n").run()
-    from pages._widgets import _service_future  # the upload is indexed by the app's queue: wait for it
+    from pages._service import service_future  # the upload is indexed by the app's queue: wait for it
 
-    assert _service_future().result().uploads.wait(owner.session_state["ingest-jobs"], timeout_s=120)
+    assert service_future().result().uploads.wait(owner.session_state["ingest-jobs"], timeout_s=120)
     owner.run()
     assert any(f"{SECRET_FILE}\\: added" in s.value for s in owner.success)
 

@@ -32,9 +32,9 @@ def app(tmp_path, monkeypatch):
 
 def service():
     """The app's service (the same cached object the pages use)."""
-    from pages._widgets import _service_future
+    from pages._service import service_future
 
-    return _service_future().result()
+    return service_future().result()
 
 
 def shown(markdown: str) -> str:

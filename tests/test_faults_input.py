@@ -224,9 +224,9 @@ def test_the_documents_page_refuses_too_many_tags_and_keeps_the_old_ones(tmp_pat
     try:
         at = AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=120).run()
         at.switch_page("pages/documents.py").run()
-        from pages._widgets import _service_future
+        from pages._service import service_future
 
-        service = _service_future().result()
+        service = service_future().result()
         job = service.uploads.submit("tides.txt", b"Tide tables for the harbour.", ["harbour"])
         assert service.uploads.wait([job.id], timeout_s=120) and job.result.ok
         at.session_state["selected-documents"] = [job.result.document.id]

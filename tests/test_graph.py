@@ -14,9 +14,9 @@ from ragkit.answering.grading import Grade
 from ragkit.app.engine import ChatEngine
 from ragkit.events import ChatEvent
 from ragkit.graph.nodes.answer import not_found
-from ragkit.graph.nodes.chain import after_generate
-from ragkit.graph.nodes.grade import after_grade, grade
+from ragkit.graph.nodes.grade import grade
 from ragkit.graph.nodes.retrieve import rewrite_query
+from ragkit.graph.routes import after_generate, after_grade
 from ragkit.graph.state import GradedRound, RagState
 from ragkit.types import SearchFilters
 

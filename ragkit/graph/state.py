@@ -24,19 +24,7 @@ ChatMode = Literal["default", "agentic"]
 CHAT_MODES: tuple[str, ...] = ("default", "agentic")
 
 
-def merge_dicts(left: dict | None, right: dict | None) -> dict:
-    """Reducer: later nodes add keys (timings, usage) instead of replacing the dict."""
-    return {**(left or {}), **(right or {})}
-
-
-@dataclass(frozen=True)
-class GradedRound:
-    """A search round as graded: kept as the best one, it is what "not found" shows as the
-    closest matches and names as the question understood."""
-
-    margin: float  # the grade's score over its threshold (below it: negative)
-    hits: tuple[Hit, ...]  # the round's passages, as focused
-    question: str  # the question as understood in that round
+Outcome = Literal["hops", "generate", "grade"]  # answered hop by hop offline, by the model, or graded
 
 
 @dataclass(frozen=True)
@@ -51,22 +39,41 @@ class HopLink:
 
 
 @dataclass(frozen=True)
-class Bridge:
-    """A name found in the evidence that the next round searches: a document's title
-    (``doc_id`` set: that document is searched) or another name (the whole knowledge base)."""
-
-    entity: str
-    from_id: str
-    doc_id: str = ""
-
-
-@dataclass(frozen=True)
 class PartVerdict:
     """Whether the evidence covers one part of the question (a sub-question, or the last hop)."""
 
     part: str
     sufficient: bool
     reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the research found, as the answer nodes read it: the question's parts (a
+    comparison's sides), the passages reached on the way, each part's verdict, and why the
+    web did not cover a missing part ("" when it was not asked or did); ``outcome``: where the
+    conversation graph goes next."""
+
+    outcome: Outcome = "grade"
+    sub_questions: tuple[str, ...] = ()
+    links: tuple[HopLink, ...] = ()
+    parts: tuple[PartVerdict, ...] = ()
+    web_failure: str = ""
+
+
+def merge_dicts(left: dict | None, right: dict | None) -> dict:
+    """Reducer: later nodes add keys (timings, usage) instead of replacing the dict."""
+    return {**(left or {}), **(right or {})}
+
+
+@dataclass(frozen=True)
+class GradedRound:
+    """A search round as graded: kept as the best one, it is what "not found" shows as the
+    closest matches and names as the question understood."""
+
+    margin: float  # the grade's score over its threshold (below it: negative)
+    hits: tuple[Hit, ...]  # the round's passages, as focused
+    question: str  # the question as understood in that round
 
 
 @dataclass(frozen=True)
@@ -108,18 +115,9 @@ class RagState(TurnInput):
     hits: list[Hit] = field(default_factory=list)  # the current round's passages
     grade: Grade | None = None  # the current round's grade
     best: GradedRound | None = None  # the best-graded round so far
-    # agentic rounds (hops.py)
-    sub_questions: list[str] = field(default_factory=list)  # ordered, self-contained parts (a comparison's sides)
-    links: list[HopLink] = field(default_factory=list)  # the passages each round added on the way, in order
-    bridges: list[Bridge] = field(default_factory=list)  # what the next round searches
-    followed: list[str] = field(default_factory=list)  # every bridge searched so far
-    evidence: list[Hit] = field(default_factory=list)  # every round's passages merged by id, best score kept
-    first_evidence: list[Hit] = field(default_factory=list)  # the first round's, as the default path focuses them
-    rounds: int = 0
-    parts: list[PartVerdict] = field(default_factory=list)  # the last round's sufficiency per part
-    # web search (web.py, agentic mode): searched once, when the knowledge base does not answer
-    web_searched: bool = False
-    web_failure: str = ""  # the multi-hop path: why the web did not cover a missing part
+    # agentic mode (graph/agentic): what its research found
+    plan: Plan | None = None
+    web_searched: bool = False  # agentic mode searches the web once, when the knowledge base does not answer
     # answer
     answer: str = ""
     sources: list[Source] = field(default_factory=list)

@@ -24,9 +24,10 @@ from ragkit.answering.extractive import extractive_answer
 from ragkit.answering.grading import grade_evidence
 from ragkit.answering.screening import ScreenedAnswer, screened_step
 from ragkit.errors import ContextTooSmall, ModelTimeout, StreamBroken, UnusableAnswer
+from ragkit.graph.chain import MIN_MODEL_TIME_S, answer_attempts
 from ragkit.graph.context import RagContext
 from ragkit.graph.nodes.memory import memory_note
-from ragkit.graph.nodes.retrieve import filter_words, scope
+from ragkit.graph.policy import filter_words, scope
 from ragkit.graph.state import ModelAttempt, RagState, add_time, language, passages, step
 from ragkit.lang.text import count_tokens
 from ragkit.models import prompts
@@ -170,13 +171,16 @@ def model_answer(state: RagState, runtime: Runtime[RagContext], choice: ModelCho
 
 def plan_note(state: RagState) -> str:
     """Agentic mode: the sub-questions and the hops followed, for the model's prompt."""
-    if len(state.sub_questions) > 1:
+    plan = state.plan
+    if plan is None:
+        return ""
+    if len(plan.sub_questions) > 1:
         return "\nSub-questions (answer each, then compare):\n" + "\n".join(
-            f"{i}. {part}" for i, part in enumerate(state.sub_questions, start=1))
-    hops = [link for link in state.links if link.round > 1]
+            f"{i}. {part}" for i, part in enumerate(plan.sub_questions, start=1))
+    hops = [link for link in plan.links if link.round > 1]
     if hops:
         return "\nHops followed (each source leads to the next): " + " → ".join(
-            [state.links[0].hit.title, *(link.entity for link in hops)])
+            [plan.links[0].hit.title, *(link.entity for link in hops)])
     return ""
 
 
@@ -186,8 +190,6 @@ def check_citations(state: RagState, runtime: Runtime[RagContext]) -> dict:
     recorded once more: a sentence that fails is removed (the trace lists it), and an
     answer none of whose sentences its sources back passes the turn to the next model of
     the chain (``after_check``), after the last to the quotes."""
-    if state.mode != "llm":
-        return {}
     sources = state.sources
     body, footer = split_footer(state.answer)
     checks = check_support(body, sources)
@@ -235,8 +237,8 @@ def not_found(state: RagState, runtime: Runtime[RagContext]) -> dict:
         elsewhere = best_outside(runtime.context, question, scope(state.filters))
         if elsewhere:
             text += prompts.ELSEWHERE_NOTE[lang].format(title=elsewhere)
-    if state.web_failure:  # agentic hops whose missing parts the web did not cover either
-        text += prompts.WEB_FAILED_NOTE[lang].format(reason=state.web_failure)
+    if state.plan and state.plan.web_failure:  # agentic hops whose missing parts the web did not cover either
+        text += prompts.WEB_FAILED_NOTE[lang].format(reason=state.plan.web_failure)
     closest = sources_from_hits(best_hits[:CLOSEST_MATCHES])
     runtime.stream_writer(events.sources(closest, False))
     runtime.stream_writer(events.token(text))
@@ -252,3 +254,32 @@ def best_outside(context: RagContext, question: str, within: SearchFilters | Non
     hits = passages.search(question, context.settings.top_k, within)
     verdict = grade_evidence(question, hits, passages, context.settings)
     return hits[0].title if hits and verdict.sufficient else ""
+
+
+def next_model(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Pass the turn to the chain's next model, or (none left, or no time) to the
+    extractive answer; the trace names the failed model and why."""
+    context = runtime.context
+    chain = context.chain(state)
+    failed = context.answerer(state)
+    position = state.chain_position + 1
+    failures = [a for a in answer_attempts(state) if a.outcome == "failed"]
+    # the user's message: every model's reason once a chain was tried, the model's own otherwise
+    error = "; ".join(f"{a.model}: {a.reason}" for a in failures) if len(chain) > 1 else state.error
+    if position < len(chain):
+        if context.budget is None or context.budget.remaining() >= MIN_MODEL_TIME_S:
+            following = chain[position]
+            runtime.stream_writer(events.reset(state.error, following.model))
+            return {"chain_position": position, "error": error,
+                    "trace": step("Next model", f"{failed.model} failed ({state.error}): asking {following.model} "
+                                  f"(model {position + 1} of {len(chain)})")}
+        waiting = ", ".join(c.model for c in chain[position:])
+        left = f"no model time left in this turn (RAGKIT_LLM_TIMEOUT_S) for {waiting}"
+    else:
+        left = "no model left in the chain" if len(chain) > 1 else ""
+    runtime.stream_writer(events.reset(state.error, ""))
+    if not left:
+        return {"error": error}
+    tried = "; ".join(f"{a.model} {a.outcome}" + (f" ({a.reason})" if a.reason else "")
+                      for a in answer_attempts(state))
+    return {"error": error, "trace": step("Model chain", f"{tried}; {left}: answering offline")}

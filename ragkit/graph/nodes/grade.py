@@ -7,15 +7,13 @@ it was not found.
 from __future__ import annotations
 
 import time
-from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ragkit.answering.grading import EvidenceVerdict, Grade, grade_evidence
+from ragkit.graph.chain import ask_chain, judges_now
 from ragkit.graph.context import RagContext
-from ragkit.graph.nodes.chain import ask_chain, judges_now
-from ragkit.graph.nodes.retrieve import next_query
 from ragkit.graph.state import GradedRound, RagState, add_time, step
 from ragkit.models import prompts
 from ragkit.models.streaming import structured_reply
@@ -61,15 +59,3 @@ def model_grade(context: RagContext, state: RagState, question: str, hits: list[
     return Grade(score, 0.5, f"model {reply.model}{reply.after()}", reply.value.reason[:200] or offline.reason)
 
 
-def after_grade(state: RagState, runtime: Runtime[RagContext]) -> Literal[
-        "generate", "extract", "rewrite_query", "not_found"]:
-    """Answer when the evidence suffices; otherwise search again while rounds are left,
-    then say it was not found."""
-    context = runtime.context
-    choice = context.choice(state)
-    if state.grade.sufficient or context.always_answer:
-        return "generate" if choice.generated else "extract"
-    rounds_left = len(state.queries) <= context.settings.retrieval_retries
-    if rounds_left and (next_query(state) or judges_now(context, state)):
-        return "rewrite_query"
-    return "not_found"

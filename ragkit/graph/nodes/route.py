@@ -23,10 +23,10 @@ from pydantic import BaseModel
 from ragkit import events
 from ragkit.answering.contextualize import clean_rewrite, needs_context, plausible_rewrite, rewrite_options
 from ragkit.answering.grading import PASSAGES_GRADED, coverage
+from ragkit.graph.chain import ChainReply, NotUseful, ask_chain, judges_now
 from ragkit.graph.context import RagContext
-from ragkit.graph.nodes.chain import ChainReply, NotUseful, ask_chain, judges_now
 from ragkit.graph.nodes.memory import memory_rewrite
-from ragkit.graph.nodes.retrieve import scope
+from ragkit.graph.policy import scope
 from ragkit.graph.state import RagState, elapsed_ms, language, step
 from ragkit.models import prompts
 from ragkit.models.chat import ModelChoice
@@ -85,9 +85,6 @@ def route(state: RagState, runtime: Runtime[RagContext]) -> dict:
     return {"route": chosen, "trace": step("Routed", f"{where} ({how})")}
 
 
-def after_route(state: RagState) -> Literal["contextualize", "direct"]:
-    """The first node of the chosen path."""
-    return ROUTES[state.route]
 
 
 def direct(state: RagState, runtime: Runtime[RagContext]) -> dict:
@@ -101,9 +98,6 @@ def direct(state: RagState, runtime: Runtime[RagContext]) -> dict:
             "trace": step("Answered directly", "no search: " + state.route.replace("_", " "))}
 
 
-def after_contextualize(state: RagState) -> Literal["plan", "retrieve"]:
-    """Agentic mode plans its rounds; default mode searches once."""
-    return "plan" if state.chat_mode == "agentic" else "retrieve"
 
 
 def contextualize(state: RagState, runtime: Runtime[RagContext]) -> dict:

@@ -27,14 +27,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, TypeVar
 
-from langgraph.runtime import Runtime
-
-from ragkit import events
 from ragkit.errors import UnusableAnswer
 from ragkit.graph.context import RagContext
-from ragkit.graph.state import ModelAttempt, RagState, step
+from ragkit.graph.state import ModelAttempt, RagState
 from ragkit.models.chat import ModelChoice
 from ragkit.models.streaming import short
 
@@ -44,44 +41,11 @@ T = TypeVar("T")
 MIN_MODEL_TIME_S = 1.0  # a next model is not asked with less of the turn's model time left
 
 
-def after_generate(state: RagState) -> Literal["check_citations", "next_model"]:
-    """A model answer goes to the citation check; a failed one to the next model."""
-    return "next_model" if state.error and not state.answer else "check_citations"
 
 
-def next_model(state: RagState, runtime: Runtime[RagContext]) -> dict:
-    """Pass the turn to the chain's next model, or (none left, or no time) to the
-    extractive answer; the trace names the failed model and why."""
-    context = runtime.context
-    chain = context.chain(state)
-    failed = context.answerer(state)
-    position = state.chain_position + 1
-    failures = [a for a in answer_attempts(state) if a.outcome == "failed"]
-    # the user's message: every model's reason once a chain was tried, the model's own otherwise
-    error = "; ".join(f"{a.model}: {a.reason}" for a in failures) if len(chain) > 1 else state.error
-    if position < len(chain):
-        if context.budget is None or context.budget.remaining() >= MIN_MODEL_TIME_S:
-            following = chain[position]
-            runtime.stream_writer(events.reset(state.error, following.model))
-            return {"chain_position": position, "error": error,
-                    "trace": step("Next model", f"{failed.model} failed ({state.error}): asking {following.model} "
-                                  f"(model {position + 1} of {len(chain)})")}
-        waiting = ", ".join(c.model for c in chain[position:])
-        left = f"no model time left in this turn (RAGKIT_LLM_TIMEOUT_S) for {waiting}"
-    else:
-        left = "no model left in the chain" if len(chain) > 1 else ""
-    runtime.stream_writer(events.reset(state.error, ""))
-    if not left:
-        return {"error": error}
-    tried = "; ".join(f"{a.model} {a.outcome}" + (f" ({a.reason})" if a.reason else "")
-                      for a in answer_attempts(state))
-    return {"error": error, "trace": step("Model chain", f"{tried}; {left}: answering offline")}
 
 
-def after_next_model(state: RagState) -> Literal["generate", "extract"]:
-    """The next model when ``next_model`` moved along the chain, else the extractive answer."""
-    tried = answer_attempts(state)
-    return "generate" if tried and len(tried) <= state.chain_position else "extract"
+
 
 
 def answer_attempts(state: RagState) -> list[ModelAttempt]:
