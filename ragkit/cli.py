@@ -14,15 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-from ragkit.app.engine import ChatEngine, QuestionError
-from ragkit.app.history import HistoryManager, SessionError
-from ragkit.app.render import terminal_json, terminal_json_text, terminal_safe
-from ragkit.config import load_settings
-from ragkit.errors import CatalogError, RagkitError, UsageError
-from ragkit.ingest.folders import collect_files
-from ragkit.store.integrity import set_aside
-from ragkit.store.kb import IngestItem, KnowledgeBase, plural
-from ragkit.types import SearchFilters, section_trail
+import ragkit
+from ragkit import CatalogError, QuestionError, RagkitError, SearchFilters, SessionError, UsageError, load_settings
+from ragkit.app import collect_files, plural, section_trail, terminal_json, terminal_json_text, terminal_safe
 
 MAX_RESULTS = 1000
 """Most passages ``search -k`` returns: more is a full scan of the store, not a search."""
@@ -41,7 +35,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def _kb(args):
-    kb = KnowledgeBase(load_settings(**_overrides(args)))
+    kb = ragkit.KnowledgeBase(load_settings(**_overrides(args)))
     for note in kb.health:
         print(f"warning: {terminal_safe(note)}", file=sys.stderr)
     return kb
@@ -87,8 +81,8 @@ def cmd_ingest(args) -> int:
             if stage == "done":
                 bar.update(1)
 
-        items = [IngestItem.of(path, tags=tags, progress=finished, kb_id=kb_id) for path in files]
-        items += [IngestItem.of_url(url, tags, finished, kb_id) for url in urls]
+        items = [ragkit.IngestItem.of(path, tags=tags, progress=finished, kb_id=kb_id) for path in files]
+        items += [ragkit.IngestItem.of_url(url, tags, finished, kb_id) for url in urls]
         results = kb.ingest_many(items)
     for result in results:
         if args.json:
@@ -222,7 +216,7 @@ def cmd_tag(args) -> int:
 
 def cmd_reindex(args) -> int:
     """Re-embed every passage with the configured embedding model."""
-    kb = KnowledgeBase(load_settings(**_overrides(args)), check_model=False)
+    kb = ragkit.KnowledgeBase(load_settings(**_overrides(args)), check_model=False)
     done = kb.reindex()
     print(f"re-embedded {done} passages with {kb.embedder.name}")
     return 0
@@ -232,13 +226,13 @@ def cmd_repair(args) -> int:
     """Rebuild what can be rebuilt after the catalog or the vector store was damaged."""
     settings = load_settings(**_overrides(args))
     try:
-        kb = KnowledgeBase.for_repair(settings)
+        kb = ragkit.KnowledgeBase.for_repair(settings)
     except CatalogError:
         if settings.database_url:  # a server database is not a file to move aside
             raise
-        moved = set_aside(settings.data_path / "registry.sqlite3")
+        moved = ragkit.KnowledgeBase.set_catalog_aside(settings)
         print(f"set the unreadable catalog aside as {moved.name}")
-        kb = KnowledgeBase.for_repair(settings)
+        kb = ragkit.KnowledgeBase.for_repair(settings)
     for line in kb.repair().lines():
         print(terminal_safe(line))
     for note in kb.health:
@@ -336,12 +330,12 @@ def cmd_bench(args) -> int:
 
 def _engine(args):
     settings = load_settings(**_overrides(args))
-    return ChatEngine(settings, KnowledgeBase(settings))
+    return ragkit.ChatEngine(settings, ragkit.KnowledgeBase(settings))
 
 
 def _history(args):
     settings = load_settings(**_overrides(args))
-    return HistoryManager(settings.sessions_location)
+    return ragkit.HistoryManager(settings.sessions_location)
 
 
 def print_sources(sources, out=sys.stdout) -> None:

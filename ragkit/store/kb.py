@@ -95,6 +95,12 @@ class KnowledgeBase:
         """Open without refusing a catalog that disagrees with the vector store (to repair it)."""
         return cls(settings, embedder, check_model=False, refuse_unknown=False)
 
+    @staticmethod
+    def set_catalog_aside(settings: Settings) -> Path:
+        """Move an unreadable catalog file out of the way (kept beside it) so that ``repair``
+        can rebuild the catalog from the vectors; returns where it went."""
+        return integrity.set_aside(settings.data_path / "registry.sqlite3")
+
     # ----- opening -----------------------------------------------------------------
 
     @property
