@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from ragkit.answering import extractive
 from ragkit.answering.extractive import extractive_answer, is_title_line
 from ragkit.config import Settings
-from ragkit.graph.agentic.hops import _fact
+from ragkit.graph.agentic.answer import last_hop_fact
 from ragkit.types import Hit, Passage
 
 ORION = [("The Orion Bridge was completed in 2011 by chief engineer Hana Kowalczyk. "
@@ -72,7 +72,7 @@ def test_the_last_hop_of_a_chain_is_answered_at_the_chains_budget():
     settings = Settings(extractive_chars_latin=60, extractive_chain_chars_latin=340)
     context = SimpleNamespace(settings=settings, passages=SimpleNamespace(embed_sentences=None, idf=lambda q: {}))
     question = "What was the profession of the husband of the painter of Evening at Stoke Vellum?"
-    fact = _fact(context, question, hits_of([text], "Rupert Ansel")[0], 3)
+    fact = last_hop_fact(context, question, hits_of([text], "Rupert Ansel")[0], 3)
     assert "cartographer" in fact and fact.endswith("[3]") and len(fact) > 60
 
 

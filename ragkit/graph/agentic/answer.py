@@ -37,9 +37,9 @@ def answer_hops(state: AgentState, runtime: Runtime[RagContext]) -> dict:
         pieces = comparison_pieces(state, context, number)
     else:
         path = [link for link in chain(state.links) if link.hit.id in number]
-        pieces = [_bridge_sentence(link.hit, path[i + 1].entity, number[link.hit.id])
+        pieces = [bridge_sentence(link.hit, path[i + 1].entity, number[link.hit.id])
                   for i, link in enumerate(path[:-1])]
-        pieces.append(_fact(context, state.question, path[-1].hit, number[path[-1].hit.id]))
+        pieces.append(last_hop_fact(context, state.question, path[-1].hit, number[path[-1].hit.id]))
     text = lang.joiner.join(piece for piece in pieces if piece)
     missing = [part.part for part in state.parts if not part.sufficient]
     if missing and not context.always_answer:
@@ -76,7 +76,7 @@ def comparison_pieces(state: AgentState, context: RagContext, number: dict[str, 
                      for side, fact, link in zip(sides, facts, links) if fact and link.hit.id in number]
 
 
-def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:
+def bridge_sentence(hit: Hit, entity: str, n: int) -> str:
     """The sentence of ``hit`` that names the next hop's ``entity``, cited."""
     for sentence in split_sentences(hit.context.text):
         if entity.lower() in sentence.text.lower() and not is_heading(sentence.text):
@@ -84,7 +84,7 @@ def _bridge_sentence(hit: Hit, entity: str, n: int) -> str:
     return ""
 
 
-def _fact(context: RagContext, question: str, hit: Hit, n: int) -> str:
+def last_hop_fact(context: RagContext, question: str, hit: Hit, n: int) -> str:
     """The best sentences of one passage for ``question`` (the extractive answerer's), cited as ``n``.
     The passage is the chain's last link, so it may fill the chain's budget
     (``extractive_chain_chars_latin``) and its best sentence is never quoted alone: the question's
