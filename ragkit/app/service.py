@@ -10,7 +10,7 @@ from ragkit.app.history import HistoryManager
 from ragkit.app.jobs import IngestJob, IngestQueue
 from ragkit.config import Settings
 from ragkit.errors import RagkitError, StartupError
-from ragkit.ingest.loaders import SUPPORTED_TYPES
+from ragkit.ingest.registry import SUPPORTED_TYPES
 from ragkit.store.kb import KnowledgeBase
 
 log = logging.getLogger(__name__)

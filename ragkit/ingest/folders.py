@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.ingest.loaders import SUPPORTED_TYPES
+from ragkit.ingest.registry import SUPPORTED_TYPES
 
 
 @dataclass(frozen=True)
