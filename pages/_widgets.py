@@ -27,6 +27,7 @@ from ragkit.app.render import escape_line, escape_markdown, safe_answer_markdown
 from ragkit.app.service import RagService
 from ragkit.config import load_settings
 from ragkit.errors import DatabaseUnreachable, RagkitError, SettingsError
+from ragkit.ingest.registry import supported_suffixes, upload_types_label
 from ragkit.lang.text import is_cjk_text, match_spans
 from ragkit.models.chat import model_status
 from ragkit.types import Source, Turn
@@ -43,9 +44,8 @@ STATUS_ICON = {
 STATUS_TEXT = {"added": "Added", "new_version": "New version", "unchanged": "Unchanged", "refused": "Refused"}
 
 
-UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv", ".xlsx", ".pptx", ".png", ".jpg",
-                ".jpeg", ".webp", ".bmp", ".tif", ".tiff"]  # Streamlit lists .htm as HTML
-UPLOAD_TYPES_LABEL = "PDF, DOCX, XLSX, PPTX, TXT, MD, HTML, CSV or image (PNG, JPG…)"
+UPLOAD_TYPES = supported_suffixes()  # every type a registered converter reads
+UPLOAD_TYPES_LABEL = upload_types_label()
 JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"
