@@ -3,6 +3,7 @@ of supported types (folders, uploads, the label) is read from it."""
 
 import pytest
 
+from conftest import REPO
 from ragkit.errors import LoaderError
 from ragkit.ingest import (
     REGISTRY,
@@ -62,3 +63,10 @@ def test_the_pages_offer_the_registry_s_types():
     from pages._widgets import UPLOAD_TYPES, UPLOAD_TYPES_LABEL
 
     assert UPLOAD_TYPES == supported_suffixes() and UPLOAD_TYPES_LABEL == upload_types_label()
+
+
+def test_the_readme_names_every_registered_format():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    drag = readme[readme.index("   Drag "):readme.index("onto the drop zone")]
+    for converter in REGISTRY.converters:
+        assert converter.label.split(" (")[0] in drag, converter.label
