@@ -1,7 +1,7 @@
 """Figures of quality and speed, generated, never typed by hand.
 
     python -m ragkit_dev.figures                # render docs/figures.md from docs/figures/*.json
-    python -m ragkit_dev.figures --run          # measure the whole grid again first (about an hour or more)
+    python -m ragkit_dev.figures --run          # measure the whole grid again first (heavy)
     python -m ragkit_dev.figures --run --only squad_notre_dame-answers --only bench-quick
     python -m ragkit_dev.figures --run --shared /path/to/shared/eval
 
@@ -340,7 +340,8 @@ def _shared_dir(given: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description="Render docs/figures.md from the saved results; "
                                      "with --run, measure the eval grid and the quick bench first.")
-    parser.add_argument("--run", action="store_true", help="measure the runs again (heavy: an hour or more)")
+    parser.add_argument("--run", action="store_true",
+                        help="measure the runs again (heavy: every eval of the grid and the quick bench)")
     parser.add_argument("--only", action="append", choices=list(RUNS), metavar="RUN",
                         help=f"with --run: only this run (repeatable): {', '.join(RUNS)}")
     parser.add_argument("--shared", default=str(DEFAULT_SHARED), metavar="DIR",
