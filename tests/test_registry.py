@@ -65,8 +65,8 @@ def test_the_pages_offer_the_registry_s_types():
     assert UPLOAD_TYPES == supported_suffixes() and UPLOAD_TYPES_LABEL == upload_types_label()
 
 
-def test_the_readme_names_every_registered_format():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    drag = readme[readme.index("   Drag "):readme.index("onto the drop zone")]
+def test_the_manual_names_every_registered_format():
+    manual = (REPO / "docs" / "app.md").read_text(encoding="utf-8")
+    drag = manual[manual.index("   Drag "):manual.index("onto the drop zone")]
     for converter in REGISTRY.converters:
         assert converter.label.split(" (")[0] in drag, converter.label
