@@ -40,6 +40,8 @@ from ragkit.app import (
     match_spans,
     match_strength,
     safe_answer_markdown,
+    supported_suffixes,
+    upload_types_label,
 )
 
 log = logging.getLogger(__name__)
@@ -53,9 +55,8 @@ STATUS_ICON = {
 STATUS_TEXT = {"added": "Added", "new_version": "New version", "unchanged": "Unchanged", "refused": "Refused"}
 
 
-UPLOAD_TYPES = [".pdf", ".docx", ".txt", ".md", ".html", ".htm", ".csv", ".xlsx", ".pptx", ".png", ".jpg",
-                ".jpeg", ".webp", ".bmp", ".tif", ".tiff"]  # Streamlit lists .htm as HTML
-UPLOAD_TYPES_LABEL = "PDF, DOCX, XLSX, PPTX, TXT, MD, HTML, CSV or image (PNG, JPG…)"
+UPLOAD_TYPES = supported_suffixes()  # every type a registered converter reads
+UPLOAD_TYPES_LABEL = upload_types_label()
 JOBS_KEY, RESULTS_KEY = "ingest-jobs", "indexing-results"
 _WORD_CHAR = re.compile(r"[^\W_]")
 _APOSTROPHE = "'\u2019"

@@ -187,13 +187,13 @@ def measure_ocr_and_url(settings: Settings, embedder, scan_lines: int = 24) -> d
     server (fetch and main-text extraction apart from the whole ingest)."""
     import http.server
 
-    from ragkit.ingest.loaders import load_bytes
+    from ragkit.ingest import load_bytes
     from ragkit.ingest.web import fetch_page
     from ragkit.store.kb import KnowledgeBase
 
     figures: dict = {}
-    code = ("import sys, ragkit.app.service, ragkit.ingest.loaders; "
-            "ragkit.ingest.loaders.load_bytes(b'plain words', 'a.txt'); "
+    code = ("import sys, ragkit.app.service, ragkit.ingest; "
+            "ragkit.ingest.load_bytes(b'plain words', 'a.txt'); "
             "print(int('rapidocr_onnxruntime' in sys.modules or 'cv2' in sys.modules))")
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     figures["ocr_imported_without_scans"] = probe.stdout.strip() == "1"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ragkit.app.engine import ChatEngine
-from ragkit.ingest.loaders import load_bytes
+from ragkit.ingest import load_bytes
 
 HALCYON_LINES = [
     ("Halcyon Station Annual Review - Overview", 20),

@@ -22,7 +22,7 @@ def test_old_import_paths_name_the_same_classes():
     from ragkit.app.engine import QuestionError
     from ragkit.app.history import SessionError
     from ragkit.config import SettingsError
-    from ragkit.ingest.loaders import LoaderError
+    from ragkit.ingest.loading import LoaderError
     from ragkit.store.db import DatabaseUnreadable
 
     assert QuestionError is errors.QuestionError and SettingsError is errors.SettingsError

@@ -261,7 +261,7 @@ MB = 1024 * 1024
 MEASURE = """
 import json, resource, sys, time
 import charset_normalizer, lxml.etree, pypdf
-from ragkit.ingest.loaders import load_path
+from ragkit.ingest import load_path
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.process_time()
 try:
@@ -303,7 +303,8 @@ def test_deeply_nested_html_loads_within_four_times_its_size(tmp_path):
 
 
 def test_nesting_past_the_limit_is_read_as_flat_text_with_scripts_dropped():
-    from ragkit.ingest.loaders import MAX_HTML_NESTING, load_bytes
+    from ragkit.ingest import load_bytes
+    from ragkit.ingest.converters.html import MAX_HTML_NESTING
 
     deep = (b"<title>Deep &amp; odd</title>" + b"<div>" * (MAX_HTML_NESTING + 5) + b"Tide &lt;table&gt;"
             b"<script>alert('x')</script><!-- hidden --><style>p{}</style>" + b"<p>end</p><title>Second</title>")
@@ -316,7 +317,8 @@ def test_nesting_past_the_limit_is_read_as_flat_text_with_scripts_dropped():
 
 
 def test_nested_html_work_grows_linearly():
-    from ragkit.ingest.loaders import LoaderError, load_bytes
+    from ragkit.errors import LoaderError
+    from ragkit.ingest import load_bytes
     from work_counting import cpu_seconds
 
     def load(data: bytes) -> None:
@@ -349,7 +351,9 @@ def test_a_csv_of_a_million_columns_is_refused_at_once_in_bounded_memory(tmp_pat
 
 
 def test_csv_up_to_the_column_limit_loads_and_labelled_text_is_bounded():
-    from ragkit.ingest.loaders import MAX_CSV_COLUMNS, LoaderError, load_bytes
+    from ragkit.errors import LoaderError
+    from ragkit.ingest import load_bytes
+    from ragkit.ingest.converters.csv import MAX_CSV_COLUMNS
 
     header = ",".join(f"c{i}" for i in range(MAX_CSV_COLUMNS))
     doc = load_bytes((header + "\n" + ",".join(["1"] * MAX_CSV_COLUMNS)).encode(), "wide.csv")
@@ -373,7 +377,7 @@ CP1252_LINES = ("Le café est ouvert à huit heures, près du marché, où l'ét
 @pytest.mark.parametrize("extra, encoding", [(GBK_LINES, "GB18030"), (CP1252_LINES, "Windows-1252")],
                          ids=["utf8+gbk", "utf8+cp1252"])
 def test_mostly_utf8_text_with_lines_in_another_encoding_decodes_and_says_so(extra, encoding):
-    from ragkit.ingest.loaders import load_bytes
+    from ragkit.ingest import load_bytes
 
     doc = load_bytes(UTF8_ZH + extra + UTF8_ZH, "notes.txt")
     assert doc.notes == [f"40 lines were not UTF-8, read as {encoding}"]
@@ -397,7 +401,8 @@ def test_bytes_no_encoding_reads_are_replaced_and_counted(kb, tmp_path):
 @pytest.mark.parametrize("data", [os.urandom(50_000), bytes(range(1, 256)) * 200,
                                   UTF8_ZH[:300] + os.urandom(20_000)], ids=["random", "all bytes", "utf8 head"])
 def test_real_binary_is_still_refused(data):
-    from ragkit.ingest.loaders import LoaderError, load_bytes
+    from ragkit.errors import LoaderError
+    from ragkit.ingest import load_bytes
 
     with pytest.raises(LoaderError, match=r"^blob\.txt: looks like a binary file, not text"):
         load_bytes(data, "blob.txt")
@@ -482,7 +487,8 @@ SCRIPTS = {
     ("unmapped", text_pdf([LINES], lambda char: char if char == " " else "\ufffd"), "replacement characters"),
 ], ids=["type3 without ToUnicode", "private-use characters", "replacement characters"])
 def test_garbage_pdfs_are_refused_with_the_reason(name, data, reason):
-    from ragkit.ingest.loaders import LoaderError, load_bytes
+    from ragkit.errors import LoaderError
+    from ragkit.ingest import load_bytes
 
     with pytest.raises(LoaderError) as refused:
         load_bytes(data, f"{name}.pdf")
@@ -493,7 +499,7 @@ def test_garbage_pdfs_are_refused_with_the_reason(name, data, reason):
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=SCRIPTS)
 def test_pdfs_of_real_text_in_any_script_still_load(script):
-    from ragkit.ingest.loaders import load_bytes
+    from ragkit.ingest import load_bytes
 
     doc = load_bytes(text_pdf([SCRIPTS[script]]), f"{script}.pdf")
     assert doc.notes == [] and len(doc.pages[0]) > 40
@@ -503,7 +509,8 @@ def test_pdfs_of_real_text_in_any_script_still_load(script):
 
 def test_the_chinese_fixture_and_a_pdf_with_symbol_bullets_still_load():
     from conftest import FIXTURES
-    from ragkit.ingest.loaders import garbage_reason, load_path
+    from ragkit.ingest import load_path
+    from ragkit.ingest.converters.pdf import garbage_reason
 
     chinese = load_path(FIXTURES / "tea_garden_zh.pdf")
     assert chinese.notes == [] and any("门票" in page for page in chinese.pages)

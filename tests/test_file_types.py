@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 from doc_makers import ARTICLE, make_png, make_pptx, make_scanned_pdf, make_xlsx, serve_folder
 from ragkit.errors import LoaderError
-from ragkit.ingest.loaders import load_bytes, load_path
+from ragkit.ingest import load_bytes, load_path
 
 
 def test_xlsx_sheets_are_pages_of_labelled_rows(tmp_path):
@@ -77,7 +77,7 @@ def test_a_corrupt_image_is_refused_in_words():
 
 
 def test_a_user_without_scans_never_imports_the_ocr_engine():
-    code = ("import sys; from ragkit.app.service import RagService; from ragkit.ingest.loaders import load_bytes; "
+    code = ("import sys; from ragkit.app.service import RagService; from ragkit.ingest import load_bytes; "
             "load_bytes(b'plain words here', 'a.txt'); "
             "print(sorted(m for m in ('rapidocr_onnxruntime', 'cv2', 'trafilatura') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

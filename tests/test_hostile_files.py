@@ -26,15 +26,11 @@ import pytest
 from pypdf import PdfWriter
 
 from conftest import FIXTURES, REPO
-from ragkit.ingest.loaders import (
-    LoaderError,
-    _first_line_title,
-    _normalize,
-    decode_text,
-    load_bytes,
-    load_path,
-    unwrap_soft_breaks,
-)
+from ragkit.errors import LoaderError
+from ragkit.ingest import load_bytes, load_path
+from ragkit.ingest.converters.pdf import unwrap_soft_breaks
+from ragkit.ingest.decoding import decode_text
+from ragkit.ingest.document import first_line_title, normalize_text
 from work_counting import count_operations, cpu_seconds
 
 resource = pytest.importorskip("resource")  # peak-RSS measurements need a Unix
@@ -141,7 +137,8 @@ import json, resource, sys, zipfile
 from pathlib import Path
 {setup}
 import charset_normalizer, docx, lxml.etree, pypdf  # imported before the baseline
-from ragkit.ingest.loaders import LoaderError, load_bytes, load_path
+from ragkit.errors import LoaderError
+from ragkit.ingest import load_bytes, load_path
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
 {measured}
@@ -553,9 +550,9 @@ def test_c_level_work_on_adversarial_text_grows_linearly(filename, make):
         (unwrap_soft_breaks, lambda n: "a\n" * (n // 2)),
         (unwrap_soft_breaks, lambda n: "(" * n),
         (unwrap_soft_breaks, lambda n: "茶\n" * (n // 2)),
-        (lambda text: _first_line_title(text, "stem"), lambda n: "\n" * n + "#" * n + " x"),
-        (_normalize, lambda n: " " * n + "x"),
-        (_normalize, lambda n: "\r" * n + "x"),
+        (lambda text: first_line_title(text, "stem"), lambda n: "\n" * n + "#" * n + " x"),
+        (normalize_text, lambda n: " " * n + "x"),
+        (normalize_text, lambda n: "\r" * n + "x"),
     ],
     ids=["soft breaks", "soft breaks on brackets", "soft breaks on CJK", "first line title", "normalize blanks",
          "normalize CRs"],
@@ -577,7 +574,7 @@ def test_normalize_strips_line_ends_as_the_old_regex_did():
     samples = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(60))) for _ in range(3000)]
     samples += [(FIXTURES / "make_fixtures.py").read_text(), " a \n\n\n b \t\n", "x \f\n \n \n\ny"]
     for text in samples:
-        assert _normalize(text) == old(text), repr(text)
+        assert normalize_text(text) == old(text), repr(text)
 
 
 # --- 8. DOCX titles ----------------------------------------------------------------------

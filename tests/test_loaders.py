@@ -3,7 +3,9 @@
 import pytest
 
 from conftest import FIXTURES
-from ragkit.ingest.loaders import LoaderError, decode_text, load_bytes, load_path
+from ragkit.errors import LoaderError
+from ragkit.ingest import load_bytes, load_path
+from ragkit.ingest.decoding import decode_text
 
 
 def test_pdf_keeps_one_text_per_page_and_its_title():
@@ -105,7 +107,7 @@ def test_random_bytes_never_crash_the_text_decoder():
 
 
 def test_pdf_lines_wrapped_mid_sentence_are_joined():
-    from ragkit.ingest.loaders import unwrap_soft_breaks
+    from ragkit.ingest.converters.pdf import unwrap_soft_breaks
 
     assert unwrap_soft_breaks("approved a dividend of\n12 cents per share.\nOutlook") == (
         "approved a dividend of 12 cents per share.\nOutlook")

@@ -38,6 +38,8 @@ _EXPORTS = {
     "may_edit": "ragkit.store.people",
     "checked_tags": "ragkit.store.tags",
     "collect_files": "ragkit.ingest.folders",
+    "supported_suffixes": "ragkit.ingest.registry",
+    "upload_types_label": "ragkit.ingest.registry",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = exports(__name__, _EXPORTS)

@@ -10,7 +10,7 @@ from ragkit.app.history import HistoryManager
 from ragkit.app.jobs import IngestJob, IngestQueue
 from ragkit.config import Settings
 from ragkit.errors import RagkitError, StartupError
-from ragkit.ingest.loaders import SUPPORTED_TYPES
+from ragkit.ingest.registry import is_supported
 from ragkit.store.kb import KnowledgeBase
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class RagService:
         folder = self.settings.samples_dir
         if not folder.is_dir():
             return []
-        return sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_TYPES)
+        return sorted(p for p in folder.iterdir() if is_supported(p.name))
 
     def queue_samples(self, kb_id: str = "") -> list[IngestJob]:
         """Send the sample documents (tagged 'sample') to the upload queue, as one batch, into

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.ingest.loaders import SUPPORTED_TYPES
+from ragkit.ingest.registry import is_supported
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,6 @@ class FileSelection:
 
     files: list[Path] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-
-
-def is_supported(name: str) -> bool:
-    """True when a file of this name has a type ragkit reads."""
-    return Path(name).suffix.lower() in SUPPORTED_TYPES
 
 
 def collect_files(paths: Iterable[str | Path]) -> FileSelection:

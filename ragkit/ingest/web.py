@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from ragkit.errors import LoaderError
-from ragkit.ingest.loaders import LoadedDocument, content_hash, decode_text_file, load_bytes, load_html, normalize_text
+from ragkit.ingest.converters.html import load_html
+from ragkit.ingest.decoding import decode_text_file
+from ragkit.ingest.document import LoadedDocument, content_hash, normalize_text
+from ragkit.ingest.loading import load_bytes
 
 MAX_REDIRECTS = 5
 USER_AGENT = "ragkit (+https://github.com/; fetches one page a user asked for)"

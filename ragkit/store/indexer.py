@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from ragkit.config import Settings
-from ragkit.errors import DatabaseUnreachable, RagkitError, VectorStoreUnavailable
+from ragkit.errors import DatabaseUnreachable, LoaderError, RagkitError, VectorStoreUnavailable
 from ragkit.ingest.chunking import chunk_pages, contextual_text, section_paths
-from ragkit.ingest.loaders import LoadedDocument, LoaderError, load_bytes, load_path
+from ragkit.ingest.document import LoadedDocument
+from ragkit.ingest.loading import load_bytes, load_path
 from ragkit.ingest.ocr import OcrOptions
 from ragkit.ingest.web import fetch_page
 from ragkit.lang.text import index_tokens, plural
@@ -589,7 +590,7 @@ def _finished(item: IngestItem, result: IngestResult, started: float) -> IngestR
 def _saved(item: IngestItem, record: DocumentRecord, previous: DocumentRecord | None,
            notes: list[str] = ()) -> IngestResult:
     passages = plural(record.chunks, "passage")
-    noted = "".join(f"; {note}" for note in notes)  # how the file was read, when it matters (see loaders)
+    noted = "".join(f"; {note}" for note in notes)  # how the file was read, when it matters (see converters)
     if previous is not None:
         return IngestResult(item.filename, "new_version",
                             f"{item.filename}: replaced by version {record.version} ({passages}){noted}", record)

@@ -1,0 +1,1 @@
+"""One converter per file format, each declaring its suffixes, doc_type and label (see ``ragkit.ingest.registry``)."""
