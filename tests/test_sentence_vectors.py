@@ -140,7 +140,7 @@ def test_an_older_knowledge_base_reranks_nothing_until_reindex_stores_its_senten
 
 
 def test_another_process_reranks_by_sentences_once_a_reindex_stored_their_vectors(settings, embedder, monkeypatch):
-    from ragkit.retrieval.hybrid import hybrid as retrieval
+    from ragkit.retrieval import hybrid as retrieval
 
     writer = KnowledgeBase(settings, embedder=embedder)
     writer.ingest(HARBOUR.encode(), "vestby.txt")
