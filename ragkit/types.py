@@ -324,3 +324,16 @@ class Span:
     text: str
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation as a turn reads it, in one read: the choices remembered for it (None:
+    not chosen) and its live turns, oldest first."""
+
+    session_id: str
+    model: str | None = None
+    mode: str | None = None
+    knowledge_bases: list[str] | None = None
+    memory: dict | None = None  # its running summary as stored (``ConversationMemory.to_dict``)
+    turns: list[Turn] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""Which retrieved passages an answer draws on (the answer policy of ragkit.graph.nodes.retrieve), on a real store."""
+"""Which retrieved passages an answer draws on (the answer policy of ragkit.graph.policy), on a real store."""
 
 from ragkit.graph.policy import add_linked_documents, focus_hits, relevant_hits
 from ragkit.store.kb import KnowledgeBase
@@ -133,9 +133,12 @@ class TwoCopies:
     def document_titles(self, filters=None):
         return {"The Copper Finches": "copy", "Mara Quill": "mara"}
 
-    def search_document(self, query, doc_id, k):
-        text = LINKED["The Copper Finches.txt" if doc_id == "copy" else "Mara Quill.txt"]
-        return [Hit(Passage(text, 1, 0, 0, len(text), 9, doc_id, 1), "", f"{doc_id}.txt", "txt", 0.5)]
+    def search_documents(self, query, wanted):
+        found = {}
+        for doc_id in wanted:
+            text = LINKED["The Copper Finches.txt" if doc_id == "copy" else "Mara Quill.txt"]
+            found[doc_id] = [Hit(Passage(text, 1, 0, 0, len(text), 9, doc_id, 1), "", f"{doc_id}.txt", "txt", 0.5)]
+        return found
 
 
 def test_a_copy_of_a_document_already_found_takes_no_place_in_the_chain():

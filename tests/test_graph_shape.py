@@ -61,8 +61,8 @@ def test_every_node_takes_the_typed_state():
 def test_the_graph_reaches_passages_and_conversations_only_through_its_protocols():
     protocol = {name for name, value in vars(PassageRetriever).items()
                 if inspect.isfunction(value) and not name.startswith("_")}
-    assert protocol == {"search", "search_document", "idf", "indexed_passages", "embed_sentences", "document_titles",
-                        "sentence_vectors"}
+    assert protocol == {"search", "search_document", "search_documents", "document_passages", "idf",
+                        "indexed_passages", "embed_sentences", "document_titles", "sentence_vectors"}
     assert all(callable(getattr(KnowledgeBase, name, None)) for name in protocol)
     log = {name for name, value in vars(ConversationLog).items()
            if inspect.isfunction(value) and not name.startswith("_")}

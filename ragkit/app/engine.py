@@ -13,16 +13,16 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ragkit import events
-from ragkit.app.history import HistoryManager, validate_session_id
+from ragkit.app.history import HistoryManager, recent_exchanges, validate_session_id
 from ragkit.config import Settings
-from ragkit.errors import AnswerFailed, QuestionError, RagkitError
+from ragkit.errors import AnswerFailed, QuestionError, RagkitError, SessionError
 from ragkit.events import ChatEvent
 from ragkit.graph import RagContext, TurnInput, build_graph
 from ragkit.graph.state import CHAT_MODES
 from ragkit.models.budget import TurnBudget
 from ragkit.models.chat import ModelChoice, ModelClients, ModelStatus, model_status, require_choice
 from ragkit.store.kb import KnowledgeBase
-from ragkit.types import SearchFilters, Turn
+from ragkit.types import Conversation, SearchFilters, Turn
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 4000
@@ -67,41 +67,57 @@ class ChatEngine:
 
     def model_for(self, session_id: str) -> ModelChoice:
         """The model a conversation answers with: its own choice, else the default."""
-        return self.clients.choice(self.history.session_model(session_id) if self.history.exists(session_id) else None)
+        return self._model(self.history.conversation(session_id))
 
     def knowledge_bases_for(self, session_id: str) -> list[str] | None:
         """The knowledge base ids a conversation searches (None: every one); ids of knowledge
         bases deleted since are left out."""
-        chosen = self.history.session_knowledge_bases(session_id) if self.history.exists(session_id) else None
+        return self._knowledge_bases(self.history.conversation(session_id))
+
+    def mode_for(self, session_id: str) -> str:
+        """The answer mode of a conversation: its own choice, else ``settings.chat_mode``."""
+        return self._mode(self.history.conversation(session_id))
+
+    def _model(self, conversation: Conversation | None) -> ModelChoice:
+        return self.clients.choice(conversation.model if conversation else None)
+
+    def _knowledge_bases(self, conversation: Conversation | None) -> list[str] | None:
+        chosen = conversation.knowledge_bases if conversation else None
         if not chosen:
             return None
         existing = {base.id for base in self.kb.knowledge_bases()}
         return [kb_id for kb_id in chosen if kb_id in existing] or None
 
-    def mode_for(self, session_id: str) -> str:
-        """The answer mode of a conversation: its own choice, else ``settings.chat_mode``."""
-        chosen = self.history.session_mode(session_id) if self.history.exists(session_id) else None
-        return chosen or self.settings.chat_mode
+    def _mode(self, conversation: Conversation | None) -> str:
+        return (conversation.mode if conversation else None) or self.settings.chat_mode
 
     def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None,
-               mode: str | None = None, replacing: Turn | None = None) -> TurnInput:
+               mode: str | None = None, replace_last: bool = False) -> tuple[TurnInput, Turn | None]:
+        """The graph's input, from one read of the conversation; and the turn it replaces."""
         validate_session_id(session_id)
         question = check_question(question)
-        choice = require_choice(self.settings, model) if model else self.model_for(session_id)
+        conversation = self.history.conversation(session_id)  # the turn's one read of its conversation
+        replacing = None
+        if replace_last:
+            if not conversation or not conversation.turns:
+                raise SessionError(f"conversation {session_id!r} has no question to answer again")
+            replacing = conversation.turns[-1]
+        choice = require_choice(self.settings, model) if model else self._model(conversation)
         if filters is None or not filters.knowledge_bases:  # the conversation's own knowledge bases
-            filters = replace(filters or SearchFilters(), knowledge_bases=self.knowledge_bases_for(session_id))
+            filters = replace(filters or SearchFilters(), knowledge_bases=self._knowledge_bases(conversation))
         if mode is not None and mode not in CHAT_MODES:
             raise QuestionError(f"unknown answer mode {mode!r}: choose one of {', '.join(CHAT_MODES)}")
+        turns = conversation.turns if conversation else []
         return TurnInput(
-            chat_mode=mode or self.mode_for(session_id),
+            chat_mode=mode or self._mode(conversation),
             session_id=session_id,
             question=question,
             filters=filters if filters and not filters.is_empty() else None,
             model_id=choice.id,
-            history=self.history.recent_exchanges(session_id, self.settings.history_turns,
-                                                  self.settings.history_tokens,
-                                                  before=replacing.id if replacing else None),
-        )
+            history=recent_exchanges(turns, self.settings.history_turns, self.settings.history_tokens,
+                                     before=replacing.id if replacing else None),
+            conversation=conversation,
+        ), replacing
 
     def stream(self, session_id: str, question: str, filters: SearchFilters | None = None,
                model: str | None = None, mode: str | None = None,
@@ -116,8 +132,7 @@ class ChatEngine:
         conversation's latest one (edit and resend; see :meth:`stream_regenerate`): it is
         answered with the history before it, and the old turn stays in the export only.
         Nothing is replaced when the question is refused or the turn fails."""
-        replacing = self.history.last_turn(session_id) if replace_last else None
-        state = self._input(session_id, question, filters, model, mode, replacing)
+        state, replacing = self._input(session_id, question, filters, model, mode, replace_last)
         final: dict = {}
         try:
             context = replace(self.context, budget=TurnBudget(self.settings.llm_timeout_s))

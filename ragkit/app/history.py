@@ -21,7 +21,7 @@ from ragkit.app.render import clip_words, readable_answer_markdown, readable_lin
 from ragkit.errors import DatabaseUnreadable, InputError, SessionError
 from ragkit.lang.text import count_tokens
 from ragkit.store.db import open_migrated, read, read_only_reason, write
-from ragkit.types import Exchange, Source, TraceStep, Turn
+from ragkit.types import Conversation, Exchange, Source, TraceStep, Turn
 
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -463,25 +463,26 @@ class HistoryManager:
             conn.execute(text("DELETE FROM deleted_sessions WHERE id = :id"), {"id": session_id})
         return turn
 
+    def conversation(self, session_id: str) -> Conversation | None:
+        """The conversation's choices and live turns in one read (None: it was never started)."""
+        validate_session_id(session_id)
+        with read(self._engine) as conn:
+            rows = conn.execute(text("SELECT model, chat_mode, knowledge_bases, memory FROM sessions WHERE id = :id"),
+                                {"id": session_id}).mappings().all()
+            if not rows:
+                return None
+            turns = conn.execute(text(f"SELECT * FROM turns WHERE session_id = :id AND {LIVE} ORDER BY id"),
+                                 {"id": session_id}).mappings().all()
+        row = rows[0]
+        return Conversation(session_id, row["model"], row["chat_mode"],
+                            json.loads(row["knowledge_bases"]) if row["knowledge_bases"] else None,
+                            json.loads(row["memory"]) if row["memory"] else None, [_turn(t) for t in turns])
+
     def recent_exchanges(self, session_id: str, max_turns: int, max_tokens: int,
                          before: int | None = None) -> list[Exchange]:
-        """The last turns that fit ``max_turns`` and ``max_tokens``, oldest first, as the
-        graph sees them: standalone question, answer, and the passage it came from. With
-        ``before`` (a turn id), only the turns asked before that one (a turn being replaced
-        is not its own history)."""
-        if not self.exists(session_id):
-            return []
-        earlier = [turn for turn in self.turns(session_id) if before is None or turn.id < before]
-        picked: list[Exchange] = []
-        used = 0
-        for turn in reversed(earlier[-max_turns:] if max_turns else []):
-            cost = count_tokens(turn.question) + count_tokens(turn.answer)
-            if picked and used + cost > max_tokens:
-                break
-            evidence = (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else ""
-            picked.insert(0, Exchange(turn.standalone_question or turn.question, turn.answer, evidence))
-            used += cost
-        return picked
+        """``recent_exchanges`` of the conversation's turns (none for one never started)."""
+        conversation = self.conversation(session_id)
+        return recent_exchanges(conversation.turns, max_turns, max_tokens, before) if conversation else []
 
     # ----- export ------------------------------------------------------------------
 
@@ -517,6 +518,24 @@ class HistoryManager:
     def close(self) -> None:
         """Release the database connections."""
         self._engine.dispose()
+
+
+def recent_exchanges(turns: list[Turn], max_turns: int, max_tokens: int, before: int | None = None) -> list[Exchange]:
+    """The last of ``turns`` that fit ``max_turns`` and ``max_tokens``, oldest first, as the
+    graph sees them: standalone question, answer, and the passage it came from. With
+    ``before`` (a turn id), only the turns asked before that one (a turn being replaced
+    is not its own history)."""
+    earlier = [turn for turn in turns if before is None or turn.id < before]
+    picked: list[Exchange] = []
+    used = 0
+    for turn in reversed(earlier[-max_turns:] if max_turns else []):
+        cost = count_tokens(turn.question) + count_tokens(turn.answer)
+        if picked and used + cost > max_tokens:
+            break
+        evidence = (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else ""
+        picked.insert(0, Exchange(turn.standalone_question or turn.question, turn.answer, evidence))
+        used += cost
+    return picked
 
 
 def plural_turns(count: int) -> str:

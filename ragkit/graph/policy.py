@@ -29,42 +29,79 @@ def relevant_hits(hits: list[Hit], min_relative_score: float) -> list[Hit]:
     return [hit for hit in hits if hit.score >= floor]
 
 
-def add_same_document(passages: PassageRetriever, query: str, hits: list[Hit], extra: int) -> list[Hit]:
-    """``hits`` plus the ``extra`` best further passages of the top hit's document,
-    scored no higher than the last hit (they were ranked within one document only)."""
-    if not hits or extra <= 0:
+def focus_hits(passages: PassageRetriever, query: str, hits: list[Hit], settings: Settings) -> list[Hit]:
+    """The passages an answer is drawn from: the relevant ones of a search's ``hits``, then
+    the top document's best other passages (agentic mode's parts: no linked documents)."""
+    return focused(passages, query, hits, settings, 0)
+
+
+def focused(passages: PassageRetriever, query: str, hits: list[Hit], settings: Settings, linked: int,
+            filters: SearchFilters | None = None) -> list[Hit]:
+    """The relevant ones of a search's ``hits``, the top document's ``same_document_k`` best
+    other passages, and a chain of at most ``linked`` linked passages (``with_linked``), all
+    from one more search: each document's passages ranked as a search limited to it ranks
+    them (``PassageRetriever.search_documents``)."""
+    hits = relevant_hits(hits, settings.min_relative_score)
+    if not hits:
+        return hits
+    extra = settings.same_document_k
+    titles = passages.document_titles(filters) if linked > 0 else {}
+    present = {hit.doc_id for hit in hits} | {titles[hit.title] for hit in hits if hit.title in titles}
+    wanted = {hits[0].doc_id: extra + len(hits)} if extra > 0 else {}
+    if linked > 0:
+        wanted |= _chain_documents(passages, query, hits[0].context.text, titles, present)
+    within = passages.search_documents(query, wanted) if wanted else {}
+    hits = _with_same_document(hits, within.get(hits[0].doc_id, []), extra)
+    return with_linked(passages, query, hits, linked, titles, present, within)
+
+
+def _with_same_document(hits: list[Hit], within: list[Hit], extra: int) -> list[Hit]:
+    """``hits`` plus the ``extra`` best further passages of the top hit's document (``within``:
+    its passages as ranked within it), scored no higher than the last hit."""
+    if extra <= 0:
         return hits
     seen = {hit.id for hit in hits}
-    within = passages.search_document(query, hits[0].doc_id, extra + len(hits))
     added = [replace(hit, score=min(hit.score, hits[-1].score), same_document=True)
              for hit in within if hit.id not in seen]
     return hits + added[:extra]
 
 
-def focus_hits(passages: PassageRetriever, query: str, hits: list[Hit], settings: Settings) -> list[Hit]:
-    """The passages an answer is drawn from: the relevant ones of a search's ``hits``, then
-    the top document's best other passages."""
-    return add_same_document(passages, query, relevant_hits(hits, settings.min_relative_score),
-                             settings.same_document_k)
+def _chain_documents(passages: PassageRetriever, query: str, text: str, titles: dict[str, str],
+                     present: set[str]) -> dict[str, int]:
+    """The documents a chain from ``text`` may reach in two links (the first document it
+    names, and every document that one's passages name), each wanted once."""
+    first = linked_candidates(text, query, titles, present)[:1]
+    wanted = dict.fromkeys(first, 1)
+    for doc_id in first:
+        for passage in passages.document_passages(doc_id):
+            wanted.update(dict.fromkeys(linked_candidates(passage.text, query, titles, present | {doc_id}), 1))
+    return wanted
 
 
 def add_linked_documents(passages: PassageRetriever, query: str, hits: list[Hit], extra: int,
                          filters: SearchFilters | None = None) -> list[Hit]:
-    """``hits`` plus a chain of at most ``extra`` linked passages: the best passage for
-    ``query`` of the first document the top hit's passage names by title
-    (``decompose.mentioned_titles``, in the order it names them), then of the first one that
-    passage names, and so on; within ``filters``, scored no higher than the last hit. A
-    document already among the hits, or one the query names (its own words found it or
-    not), is not added."""
+    """``with_linked`` within ``filters``, each linked document searched as it is reached."""
     if not hits or extra <= 0:
         return hits
     titles = passages.document_titles(filters)
     present = {hit.doc_id for hit in hits} | {titles[hit.title] for hit in hits if hit.title in titles}
-    floor = hits[-1].score
+    return with_linked(passages, query, hits, extra, titles, present, {})
+
+
+def with_linked(passages: PassageRetriever, query: str, hits: list[Hit], extra: int, titles: dict[str, str],
+                present: set[str], within: dict[str, list[Hit]]) -> list[Hit]:
+    """``hits`` plus a chain of at most ``extra`` linked passages: the best passage for
+    ``query`` of the first document the top hit's passage names by title
+    (``decompose.mentioned_titles``, in the order it names them), then of the first one that
+    passage names, and so on; scored no higher than the last hit. A document already among
+    the hits (``present``), or one the query names (its own words found it or not), is not
+    added. ``within``: documents' passages already ranked; any other is searched."""
+    floor = hits[-1].score if hits else 0.0
     added: list[Hit] = []
-    source = hits[0]
-    while len(added) < extra:
-        found = _first_linked(passages, query, source.context.text, titles, present)
+    source = hits[0] if hits else None
+    present = set(present)
+    while source is not None and len(added) < extra:
+        found = _first_linked(passages, query, source.context.text, titles, present, within)
         if found is None:
             break
         source = replace(found, score=min(found.score, floor), linked=True)
@@ -73,18 +110,22 @@ def add_linked_documents(passages: PassageRetriever, query: str, hits: list[Hit]
     return hits + added
 
 
-def _first_linked(passages: PassageRetriever, query: str, text: str, titles: dict[str, str],
-                  present: set[str]) -> Hit | None:
-    """The best passage for ``query`` of the first document ``text`` names by title that is
-    neither in ``present`` nor named by the query (None when there is none). A one-word title
-    counts only where no sentence starts (``extractive.names``: "About 300 people came" names
-    no document titled "About")."""
+def linked_candidates(text: str, query: str, titles: dict[str, str], present: set[str]) -> list[str]:
+    """The documents ``text`` names by title, in the order it names them, that are neither in
+    ``present`` nor named by the query. A one-word title counts only where no sentence starts
+    (``extractive.names``: "About 300 people came" names no document titled "About")."""
     named = sorted((title for title in mentioned_titles(text, titles) if names(title, text)),
                    key=lambda title: title_positions(title, text)[0])
-    for title in named:
-        if titles[title] in present or title_positions(title, query):
-            continue
-        best = passages.search_document(query, titles[title], 1)
+    return list(dict.fromkeys(titles[title] for title in named
+                              if titles[title] not in present and not title_positions(title, query)))
+
+
+def _first_linked(passages: PassageRetriever, query: str, text: str, titles: dict[str, str],
+                  present: set[str], within: dict[str, list[Hit]]) -> Hit | None:
+    """The best passage for ``query`` of the first document ``text`` names (``linked_candidates``)
+    that has one (None when there is none)."""
+    for doc_id in linked_candidates(text, query, titles, present):
+        best = within[doc_id] if doc_id in within else passages.search_documents(query, {doc_id: 1}).get(doc_id, [])
         if best:
             return best[0]
     return None

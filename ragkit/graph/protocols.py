@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ragkit.types import Hit, SearchFilters, Turn
+from ragkit.types import Hit, Passage, SearchFilters, Turn
 
 
 class PassageRetriever(Protocol):
@@ -22,6 +22,16 @@ class PassageRetriever(Protocol):
 
     def search(self, query: str, k: int | None = None, filters: SearchFilters | None = None) -> list[Hit]:
         """The ``k`` best passages for ``query`` within ``filters``, best first."""
+        ...
+
+    def search_documents(self, query: str, wanted: dict[str, int]) -> dict[str, list[Hit]]:
+        """For each document of ``wanted`` (id -> how many), its best passages for ``query``,
+        ranked within it alone; one search over all of them, reading the store as the turn's
+        last search left it (no catching up with other processes in between)."""
+        ...
+
+    def document_passages(self, doc_id: str) -> list[Passage]:
+        """A document's passages in reading order (read, not searched)."""
         ...
 
     def search_document(self, query: str, doc_id: str, k: int) -> list[Hit]:
@@ -55,19 +65,8 @@ class PassageRetriever(Protocol):
 
 
 class ConversationLog(Protocol):
-    """A conversation's stored turns and running summary, as the graph reads and writes them."""
-
-    def exists(self, session_id: str) -> bool:
-        """True when the conversation has been started."""
-        ...
-
-    def turns(self, session_id: str) -> list[Turn]:
-        """The conversation's live turns, oldest first."""
-        ...
-
-    def session_memory(self, session_id: str) -> dict | None:
-        """The conversation's running summary as stored (None: none yet)."""
-        ...
+    """Where the graph writes a conversation: its running summary and each finished turn (it
+    reads the conversation once, before the turn, as ``TurnInput.conversation``)."""
 
     def set_session_memory(self, session_id: str, memory: dict) -> None:
         """Store the conversation's running summary."""

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from ragkit.answering.grading import Grade
 from ragkit.answering.memory import ConversationMemory
 from ragkit.lang.text import is_cjk_text
-from ragkit.types import Exchange, Hit, SearchFilters, Source, TraceStep, Turn
+from ragkit.types import Conversation, Exchange, Hit, SearchFilters, Source, TraceStep, Turn
 
 AnswerMode = Literal["extractive", "llm", "not_found", "direct"]
 ChatMode = Literal["default", "agentic"]
@@ -97,6 +97,7 @@ class TurnInput:
     model_id: str | None = None  # the conversation's model choice (None: the default; "extractive": offline)
     history: list[Exchange] = field(default_factory=list)  # earlier turns, oldest first, trimmed to the budget
     chat_mode: ChatMode = "default"  # the conversation's mode (see routing and hops)
+    conversation: Conversation | None = None  # the conversation as read for this turn (None: a new one)
 
 
 @dataclass(kw_only=True)

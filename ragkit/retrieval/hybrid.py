@@ -204,16 +204,45 @@ class Retriever:
         filter that admits no document)."""
         if k < 1:
             raise ValueError(f"k must be at least 1, not {k}")
-        if not query or not any(ch.isalnum() for ch in query):
+        if not searchable(query):
             return []
         documents = documents if documents is not None else self.catalog.documents()
         allowed = allowed_documents(filters, documents)
         if allowed is not None and not allowed:
             return []
         depth = max(self.settings.candidate_k, k)
-        fused, dense, lexical = self._fused(query, depth, allowed)
+        dense, lexical = self._candidates(query, depth, allowed)
+        return self._ranked(query, k, depth, allowed, dense, lexical, documents)
+
+    def search_by_document(self, query: str, wanted: dict[str, int], documents: list | None = None
+                           ) -> dict[str, list[Hit]]:
+        """The best passages of each document of ``wanted`` (its id -> how many), each list
+        exactly what a search limited to that one document returns, from one pass of each
+        retriever over all of them: the candidates are split by document and each document's
+        best ``candidate_k`` of each side are fused, reranked and scaled on their own."""
+        if not searchable(query) or not wanted:
+            return {}
+        documents = documents if documents is not None else self.catalog.documents()
+        present = {doc.id for doc in documents}
+        wanted = {doc_id: k for doc_id, k in wanted.items() if doc_id in present and k > 0}
+        if not wanted:
+            return {}
+        allowed = set(wanted)
+        dense, lexical = self._candidates(query, max(self.lexical.passages_in(allowed), 1), allowed)
+        found = {}
+        for doc_id, k in wanted.items():
+            depth = max(self.settings.candidate_k, k)
+            own_dense = [item for item in dense if self.lexical.document_of(item[0]) == doc_id][:depth]
+            own_lexical = [item for item in lexical if self.lexical.document_of(item[0]) == doc_id][:depth]
+            found[doc_id] = self._ranked(query, k, depth, {doc_id}, own_dense, own_lexical, documents)
+        return found
+
+    def _ranked(self, query: str, k: int, depth: int, allowed: set[str] | None, dense: list, lexical: list,
+                documents: list) -> list[Hit]:
+        """One query's candidates fused, exact matches first, reranked, as the ``k`` best hits."""
+        fused = fuse_scores(dense, lexical, self._dense_weight(query), self.settings.fusion)
         if self.settings.multi_query:
-            variants = [fused] + [self._fused(variant, depth, allowed)[0]
+            variants = [fused] + [self._fused(variant, depth, allowed)
                                   for variant in query_variants(query, self.lexical.idf) if variant != query]
             fused = reciprocal_rank_fusion(variants) if len(variants) > 1 else fused
         exact = exact_terms(query) if self.settings.exact_first else ExactTerms()
@@ -254,14 +283,21 @@ class Retriever:
             if len(around) > 1:
                 hit.parent = joined(around)
 
-    def _fused(self, query: str, depth: int, allowed: set[str] | None):
-        """The fused candidates of one query, with its dense and lexical lists."""
+    def _candidates(self, query: str, depth: int, allowed: set[str] | None) -> tuple[list, list]:
+        """One query's dense and lexical candidates (passage id, score), best first."""
         backing = dense_weight_for(query, self.settings.neighbour_backing_latin, self.settings.neighbour_backing_cjk)
         lexical = self.lexical.search(index_tokens(query), depth, allowed, backing)
         dense = [(pid, score) for pid, score in self._dense(query, depth, allowed)
                  if self.lexical.has(pid)]  # vectors of a version not (or no longer) current are ignored
-        weight = dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
-        return fuse_scores(dense, lexical, weight, self.settings.fusion), dense, lexical
+        return dense, lexical
+
+    def _dense_weight(self, query: str) -> float:
+        return dense_weight_for(query, self.settings.dense_weight_latin, self.settings.dense_weight_cjk)
+
+    def _fused(self, query: str, depth: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+        """The fused candidates of one query (a variant of multi-query search)."""
+        dense, lexical = self._candidates(query, depth, allowed)
+        return fuse_scores(dense, lexical, self._dense_weight(query), self.settings.fusion)
 
     def _reranked(self, reranker, query: str, fused: list[tuple[str, float]], exact: "ExactTerms",
                   read: dict[str, Passage]) -> list[tuple[str, float]]:
@@ -385,6 +421,11 @@ def exact_terms(query: str) -> ExactTerms:
 
 def _folded(text: str) -> str:
     return " ".join(text.lower().split())
+
+
+def searchable(query: str) -> bool:
+    """True when a query has a letter or digit to search for."""
+    return bool(query) and any(ch.isalnum() for ch in query)
 
 
 def allowed_documents(filters: SearchFilters | None, documents: list) -> set[str] | None:

@@ -477,6 +477,16 @@ class KnowledgeBase:
         """The ``k`` best passages for ``query`` within one document."""
         return self.search(query, k, SearchFilters(doc_ids=[doc_id]))
 
+    def search_documents(self, query: str, wanted: dict[str, int]) -> dict[str, list[Hit]]:
+        """For each document of ``wanted`` (id -> how many), its best passages for ``query``
+        as ``search_document`` ranks them, from one search over all of them; the store is
+        read as the last search left it (an answer's searches see one state of it)."""
+        return self.retriever.search_by_document(query, wanted, self.catalog.documents())
+
+    def document_passages(self, doc_id: str) -> list[Passage]:
+        """A document's passages in reading order (see ``passages``)."""
+        return self.passages(doc_id)
+
     def idf(self, text: str) -> dict[str, float]:
         """Inverse document frequency of the search tokens of ``text`` over all passages."""
         return self.lexical.idf(search_tokens(text))

@@ -131,6 +131,16 @@ class LexicalIndex:
         """True when the passage is indexed (that is, current)."""
         return passage_id in self._slot_of
 
+    def document_of(self, passage_id: str) -> str | None:
+        """The document of an indexed passage (None: not indexed)."""
+        slot = self._slot_of.get(passage_id)
+        return None if slot is None else self._slot_doc[slot]
+
+    def passages_in(self, doc_ids: Iterable[str]) -> int:
+        """How many indexed passages these documents hold."""
+        with self._lock:
+            return sum(len(self._doc_slots.get(doc_id, ())) for doc_id in doc_ids)
+
     def document_ids(self) -> set[str]:
         """Documents with at least one indexed passage."""
         with self._lock:

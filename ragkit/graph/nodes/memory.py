@@ -35,11 +35,12 @@ def recall(state: RagState, runtime: Runtime[RagContext]) -> dict:
     folded in (and kept with the session); nothing for a short conversation."""
     context = runtime.context
     settings, history = context.settings, context.history
-    if not history.exists(state.session_id):
+    conversation = state.conversation  # read once for the turn (ChatEngine)
+    if conversation is None:
         return {}
-    stored = history.session_memory(state.session_id)
+    stored = conversation.memory
     memory = ConversationMemory.from_dict(stored)
-    turns = history.turns(state.session_id)
+    turns = conversation.turns
     if len(turns) <= settings.memory_turns and stored is None:
         return {}
     older = turns[: -settings.history_turns] if settings.history_turns else turns

@@ -17,7 +17,7 @@ from ragkit import events
 from ragkit.answering.contextualize import clean_rewrite
 from ragkit.graph.chain import NotUseful, ask_chain, judges_now
 from ragkit.graph.context import RagContext
-from ragkit.graph.policy import add_linked_documents, filter_words, focus_hits
+from ragkit.graph.policy import filter_words, focused
 from ragkit.graph.state import RagState, add_time, step
 from ragkit.lang.text import search_tokens
 from ragkit.models import prompts
@@ -48,8 +48,7 @@ def focus(state: RagState, runtime: Runtime[RagContext]) -> dict:
     query = state.query or state.standalone_question
     passages, settings = runtime.context.passages, runtime.context.settings
     extra = settings.linked_document_k if state.chat_mode == "default" else 0  # agentic mode follows its own hops
-    hits = add_linked_documents(passages, query, focus_hits(passages, query, state.hits, settings), extra,
-                                state.filters)
+    hits = focused(passages, query, state.hits, settings, extra, state.filters)
     linked = [hit.title or hit.filename for hit in hits if hit.linked]
     if not linked:
         return {"hits": hits}
