@@ -143,6 +143,12 @@ def _service_future() -> Future:
     return _EXECUTOR.submit(lambda: RagService(load_settings()))
 
 
+def shared_service() -> RagService:
+    """The process's service, for callers outside a page run (the HTTP API's routes): the same
+    one the pages use, built once, waited for (RagkitError when it cannot be built)."""
+    return _service_future().result()
+
+
 def start_loading() -> None:
     """Kick off the background load (call early in the entry script)."""
     _service_future()

@@ -472,16 +472,10 @@ class HistoryManager:
         if not self.exists(session_id):
             return []
         earlier = [turn for turn in self.turns(session_id) if before is None or turn.id < before]
-        picked: list[Exchange] = []
-        used = 0
-        for turn in reversed(earlier[-max_turns:] if max_turns else []):
-            cost = count_tokens(turn.question) + count_tokens(turn.answer)
-            if picked and used + cost > max_tokens:
-                break
-            evidence = (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else ""
-            picked.insert(0, Exchange(turn.standalone_question or turn.question, turn.answer, evidence))
-            used += cost
-        return picked
+        exchanges = [Exchange(turn.standalone_question or turn.question, turn.answer,
+                              (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else "")
+                     for turn in earlier[-max_turns:]] if max_turns else []
+        return within_budget(exchanges, max_turns, max_tokens)
 
     # ----- export ------------------------------------------------------------------
 
@@ -517,6 +511,20 @@ class HistoryManager:
     def close(self) -> None:
         """Release the database connections."""
         self._engine.dispose()
+
+
+def within_budget(exchanges: list[Exchange], max_turns: int, max_tokens: int) -> list[Exchange]:
+    """The last of ``exchanges`` (oldest first) that fit ``max_turns`` and ``max_tokens`` (the
+    question's and answer's tokens; the newest always, however long), oldest first."""
+    picked: list[Exchange] = []
+    used = 0
+    for exchange in reversed(exchanges[-max_turns:] if max_turns else []):
+        cost = count_tokens(exchange.question) + count_tokens(exchange.answer)
+        if picked and used + cost > max_tokens:
+            break
+        picked.insert(0, exchange)
+        used += cost
+    return picked
 
 
 def plural_turns(count: int) -> str:
