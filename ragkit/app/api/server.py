@@ -462,8 +462,8 @@ class ApiServer:
                 base = self._scope(allowed, [wanted])[0]
             else:
                 default = await self._blocking(service.kb.default_knowledge_base)
-                base = next((b for b in allowed if b.id == default.id), None)
-                if base is None:
+                base = next((b for b in allowed if b.id == default.id), allowed[0] if len(allowed) == 1 else None)
+                if base is None:  # the default one, else the key's only one
                     raise ApiError(400, "Name the knowledge base to add to (form field 'knowledge_base'): this key "
                                    "may not use the default one.", "invalid_request_error", param="knowledge_base")
             files = [(upload.filename or "upload", await upload.read(), tags) for upload in uploads]
