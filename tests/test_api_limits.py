@@ -47,6 +47,7 @@ def model_server():
 def app(tmp_path_factory, model_server):
     settings = {
         "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": model_server.base_url, "RAGKIT_CHAT_MODEL": "test-model",
+        "RAGKIT_MODEL_JUDGE": "off",  # offline rewrites and grades: the model is asked for answers only
         "RAGKIT_API_KEYS": f"{MAIN_KEY}:*;{RATE_KEY}:*;{BUSY_KEY}:*",
         "RAGKIT_API_MAX_BODY_KB": "64", "RAGKIT_API_MAX_UPLOAD_MB": "1", "RAGKIT_MAX_UPLOAD_MB": "0.25",
         "RAGKIT_API_RATE_LIMIT_PER_MINUTE": str(RATE_LIMIT), "RAGKIT_API_CONCURRENT_TURNS": "1",
