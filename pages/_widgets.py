@@ -145,8 +145,13 @@ def _service_future() -> Future:
 
 def shared_service() -> RagService:
     """The process's service, for callers outside a page run (the HTTP API's routes): the same
-    one the pages use, built once, waited for (RagkitError when it cannot be built)."""
-    return _service_future().result()
+    one the pages use, built once, waited for (RagkitError when it cannot be built). A database
+    that did not answer is asked again, as the pages' "Try again" does."""
+    future = _service_future()
+    if future.done() and isinstance(future.exception(), DatabaseUnreachable):
+        _service_future.clear()
+        future = _service_future()
+    return future.result()
 
 
 def start_loading() -> None:

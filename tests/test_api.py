@@ -156,7 +156,7 @@ def test_not_found_is_a_normal_answer(client):
 
 
 def test_an_uploaded_file_is_answered_and_each_file_gets_its_result(app, manuals_client, manuals_id):
-    response = upload(app, MANUALS_KEY, ("pump_p7.md", PUMP.encode()), ("tool.exe", b"MZ\x90\x00binary"),
+    response = upload(app, MANUALS_KEY, ("../manuals/pump_p7.md", PUMP.encode()), ("tool.exe", b"MZ\x90\x00binary"),
                       tags="pumps")
 
     assert response.status_code == 200

@@ -206,11 +206,12 @@ def test_questions_past_the_queue_wait_no_more_and_the_rest_is_served_meanwhile(
                                                         json={**question(SLOW_QUESTION), "stream": True}), stream=True)
             assert response.status_code == 200
             streams.append((client, response))
-        first_content(streams[0][1].iter_lines())  # the first is being answered
+        first = first_content(streams[0][1].iter_lines())  # the first is being answered, by the model
+        assert first.startswith("The Orion Bridge was completed in 1932 by the engineer Mara Lind [1]."), first
 
         started = time.monotonic()
         busy = post_chat(app, question("Who built the Orion Bridge?"), BUSY_KEY)
-        assert busy.status_code == 503 and int(busy.headers["retry-after"]) > 0
+        assert busy.status_code == 503 and int(busy.headers["retry-after"]) > 0, (busy.status_code, busy.text[:300])
         assert error_of(busy)["code"] == "overloaded"
         # The server itself is not held up: the page's health check, listings and search answer at once.
         assert httpx.get(app.url + "/_stcore/health").status_code == 200

@@ -79,6 +79,13 @@ def api_error(exc: BaseException) -> ApiError:
     return ApiError(500, "The server failed on this request; the details are in its log.", "server_error")
 
 
+def file_name(sent: str | None) -> str:
+    """The name an uploaded file is kept under: the last part of what the client sent (a
+    browser sends a name, a script may send a path, either separator)."""
+    name = (sent or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    return name if name not in ("", ".", "..") else "upload"
+
+
 def error_response(exc: ApiError) -> JSONResponse:
     """The error object with its status and headers."""
     return JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers)
@@ -466,7 +473,7 @@ class ApiServer:
                 if base is None:  # the default one, else the key's only one
                     raise ApiError(400, "Name the knowledge base to add to (form field 'knowledge_base'): this key "
                                    "may not use the default one.", "invalid_request_error", param="knowledge_base")
-            files = [(upload.filename or "upload", await upload.read(), tags) for upload in uploads]
+            files = [(file_name(upload.filename), await upload.read(), tags) for upload in uploads]
         finally:
             await form.close()
         jobs = service.uploads.submit_many(files, base.id)
