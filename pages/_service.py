@@ -7,7 +7,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
-from ragkit import RagService, load_settings
+from ragkit import DatabaseUnreachable, RagService, load_settings
 
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-loader")
 
@@ -21,3 +21,14 @@ def service_future() -> Future:
 def start_loading() -> None:
     """Kick off the background load (call early in the entry script)."""
     service_future()
+
+
+def shared_service() -> RagService:
+    """The process's service, for callers outside a page run (the HTTP API's routes): the same
+    one the pages use, built once, waited for (RagkitError when it cannot be built). A database
+    that did not answer is asked again, as the pages' "Try again" does."""
+    future = service_future()
+    if future.done() and isinstance(future.exception(), DatabaseUnreachable):
+        service_future.clear()
+        future = service_future()
+    return future.result()

@@ -314,7 +314,11 @@ def cmd_bench(args) -> int:
         _print_summary(summary, args.json)
         return 0
     say = lambda stage: print(f"bench: {stage}…", file=sys.stderr, flush=True)  # noqa: E731
-    if args.team:
+    if args.api:
+        from ragkit_dev.bench import run_api_bench
+
+        summary = run_api_bench(clients=args.api_clients, turns=args.api_turns, report=say)
+    elif args.team:
         from ragkit_dev.bench import run_team_bench
 
         summary = run_team_bench(load_settings(**_overrides(args)), report=say)
@@ -597,6 +601,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--peer", action="store_true",
                    help="only ragkit beside the usual LangChain stack (splitter 1000/200, MiniLM, Chroma) on the "
                         "shared QA sets' files: first-run ingest, search latency, hit@5")
+    p.add_argument("--api", action="store_true",
+                   help="only the HTTP API under load: the real app, a headless Chromium asking on the Chat page "
+                        "while API clients ask too; the page's answer times idle and loaded (needs chromium)")
+    p.add_argument("--api-clients", type=int, default=8, help="--api: concurrent API clients (default 8)")
+    p.add_argument("--api-turns", type=int, default=None,
+                   help="--api: RAGKIT_API_CONCURRENT_TURNS for the app (default: the setting's default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
 

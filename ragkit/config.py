@@ -27,6 +27,38 @@ def redacted_url(url: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
+API_KEY_FORBIDDEN = frozenset(":;,")
+MIN_API_KEY_CHARS = 16
+
+
+def parse_api_keys(text: str) -> list[tuple[str, tuple[str, ...] | None]]:
+    """``RAGKIT_API_KEYS`` as (secret, knowledge base names or ids; None: all) pairs, in order;
+    ValueError saying which entry is wrong (by its number, never its secret)."""
+    entries: list[tuple[str, tuple[str, ...] | None]] = []
+    seen: set[str] = set()
+    for number, entry in enumerate((part.strip() for part in text.split(";")), start=1):
+        if not entry:
+            continue
+        secret, _, scope = entry.partition(":")
+        secret = secret.strip()
+        if len(secret) < MIN_API_KEY_CHARS:
+            raise ValueError(f"entry {number}: an API key is at least {MIN_API_KEY_CHARS} characters long")
+        if not all(ch.isascii() and (ch.isalnum() or ch in CHROMA_TOKEN_PUNCTUATION) and ch not in API_KEY_FORBIDDEN
+                   for ch in secret):
+            raise ValueError(f"entry {number}: an API key holds ASCII letters, digits and punctuation other than "
+                             "':' ';' ',' only (no spaces)")
+        if secret in seen:
+            raise ValueError(f"entry {number}: the same API key is given twice")
+        seen.add(secret)
+        names = tuple(" ".join(name.split()) for name in scope.split(",") if name.strip())
+        if ":" in entry and not names:
+            raise ValueError(f"entry {number}: name the knowledge bases after ':' (or '*' for all)")
+        entries.append((secret, None if not names or "*" in names else names))
+    if not entries:
+        raise ValueError("no API key given")
+    return entries
+
+
 class Settings(BaseSettings):
     """Every tunable of ragkit, with defaults that work offline."""
 
@@ -203,6 +235,36 @@ class Settings(BaseSettings):
         description="wrong passwords per hour, over all addresses, from addresses that have already guessed wrong",
     )
 
+    # HTTP API (issue 35): /v1 (OpenAI's shapes) and /api beside the app, on its port
+    api_keys: SecretStr | None = Field(
+        default=None, description="turns the HTTP API on: one or more secrets separated by ';', each followed by "
+        "':' and the knowledge bases it may use, by name or id, comma-separated, or '*' for all (a secret alone: "
+        "all), e.g. 'key1:Default,Manuals;key2:*'. A secret is at least 16 characters: ASCII letters, digits and "
+        "punctuation but ':' ';' ','. Sent as 'Authorization: Bearer <secret>'; never logged or shown. Unset: "
+        "the API answers 403 naming this setting")
+    api_max_body_kb: int = Field(
+        default=1024, ge=1, le=1_048_576, description="largest JSON request body (chat, search), in KiB: a larger "
+        "one is refused with 413 before it is read whole (by its Content-Length, else once that much has come)")
+    api_max_upload_mb: float = Field(
+        default=200.0, gt=0, le=100_000, description="largest upload request (all its files, multipart), in MB; "
+        "each file is also held to RAGKIT_MAX_UPLOAD_MB, as on the Documents page")
+    api_rate_limit_per_minute: int = Field(
+        default=120, ge=0, le=1_000_000, description="requests one API key may make per minute (a burst of as many, "
+        "then one every 60/N s); past it 429 with Retry-After. Wrong keys count against the client's address. "
+        "0: no limit")
+    api_concurrent_turns: int = Field(
+        default=2, ge=1, le=64, description="API questions answered at once, on threads of their own; more wait "
+        "their turn (the page's questions never wait for them). `bench --api`, 8 clients asking without pause "
+        "beside a browser asking on the Chat page (2 cores, offline answers): page p50 x1.1 / x0.99 / x1.14 of "
+        "idle at 1 / 2 / 8, API answers 66 / 120 / 88 in the same time. A model server that answers slowly "
+        "wants more")
+    api_max_waiting_turns: int = Field(
+        default=32, ge=0, le=100_000, description="API questions that may wait for an answerer; past that 503 with "
+        "Retry-After")
+    api_max_messages: int = Field(
+        default=200, ge=1, le=100_000, description="most messages a chat request may carry (its last user message "
+        "is the question; the earlier turns are its history, of which the last RAGKIT_HISTORY_TURNS are used)")
+
     # answering
     chat_model: str = "gpt-4o-mini"
     chat_models: str = Field(
@@ -328,6 +390,15 @@ class Settings(BaseSettings):
             raise ValueError("a Chroma token holds ASCII letters, digits and punctuation only (no spaces or "
                              "other characters)")
         return token
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _check_api_keys(cls, value):
+        keys = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if keys is None or (isinstance(keys, str) and not keys.strip()):
+            return None
+        parse_api_keys(str(keys))  # ValueError naming the entry, never the secret
+        return str(keys).strip()
 
     @field_validator("web_search_url")
     @classmethod

@@ -33,6 +33,8 @@ else is a bug and keeps its traceback in the log.
     │   └── UnusableAnswer       a reply that is not an answer
     ├── WebSearchFailed          the web search provider failed (the turn says "not found")
     ├── AnswerFailed             a turn failed unexpectedly (nothing was recorded)
+    ├── TurnCancelled            the asker went away mid-turn (an API client hung up): nothing recorded
+    ├── ApiError                 an HTTP API request refused (carries its status and OpenAI error type)
     └── StartupError             the app's parts could not be opened
 """
 
@@ -170,6 +172,29 @@ class WebSearchFailed(RagkitError, RuntimeError):
 
 class AnswerFailed(RagkitError, RuntimeError):
     """A turn failed for a reason ragkit did not foresee; nothing of it was recorded."""
+
+
+class TurnCancelled(RagkitError):
+    """The asker went away before the turn finished (an HTTP client hung up mid-stream): the
+    turn stopped where it was and nothing of it was recorded. Not a model failure: no
+    other model and no offline answer is tried for nobody."""
+
+
+class ApiError(RagkitError):
+    """An HTTP API request that is refused, as OpenAI's API words it: ``status`` (400, 401,
+    403, 404, 413, 429, 503...), ``kind`` (OpenAI's error ``type``: invalid_request_error,
+    authentication_error...), an optional ``code`` and ``param``, and ``headers`` to send
+    (``Retry-After``). The message never repeats a secret."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None,
+                 param: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.kind, self.code, self.param = status, kind, code, param
+        self.headers = dict(headers or {})
+
+    def to_dict(self) -> dict:
+        """OpenAI's error object: ``{"error": {"message", "type", "param", "code"}}``."""
+        return {"error": {"message": str(self), "type": self.kind, "param": self.param, "code": self.code}}
 
 
 class StartupError(RagkitError, RuntimeError):

@@ -34,6 +34,9 @@ Everything runs in a temporary data dir. What is measured, and how:
 - ``url_fetch_extract_ms``: fetching a web page from a local server and extracting its main
   text (trafilatura already imported); ``url_ingest_s``: the whole ``ingest_url`` of it.
 
+``bench --api`` (:func:`run_api_bench`, in ``api_load.py``) measures the HTTP API beside the page: the
+Chat page's answer times in a real browser, idle and while 8 API clients ask without pause.
+
 ``bench --team`` (:func:`run_team_bench`) measures instead the same small workload in the
 two setups side by side: ``ingest_chunks_per_s_<setup>`` (40 synthetic two-language files
 of about ten passages, real model) and ``search_p50_ms_<setup>`` / ``search_p95_ms_<setup>``
@@ -58,9 +61,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragkit.config import Settings
+from ragkit_dev.api_load import run_api_bench
 from ragkit_dev.eval import percentile
 
 Report = Callable[[str], None]
+__all__ = ["run_bench", "run_team_bench", "run_api_bench"]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ _EXPORTS = {
     "IngestJob": "ragkit.app.jobs",
     "IngestQueue": "ragkit.app.jobs",
     "RagService": "ragkit.app.service",
+    "api_routes": "ragkit.app.api",
     "ChatEngine": "ragkit.app.engine",
     "HistoryManager": "ragkit.app.history",
     "SessionInfo": "ragkit.app.history",

@@ -9,20 +9,22 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import replace
 
 from ragkit import events
-from ragkit.app.history import HistoryManager, recent_exchanges, validate_session_id
+from ragkit.app.history import HistoryManager, recent_exchanges, validate_session_id, within_budget
 from ragkit.config import Settings
-from ragkit.errors import AnswerFailed, QuestionError, RagkitError, SessionError
+from ragkit.errors import AnswerFailed, QuestionError, RagkitError, SessionError, TurnCancelled
 from ragkit.events import ChatEvent
 from ragkit.graph import RagContext, TurnInput, build_graph
 from ragkit.graph.state import CHAT_MODES
 from ragkit.models.budget import TurnBudget
 from ragkit.models.chat import ModelChoice, ModelClients, ModelStatus, model_status, require_choice
 from ragkit.store.kb import KnowledgeBase
-from ragkit.types import Conversation, SearchFilters, Turn
+from ragkit.types import Conversation, Exchange, SearchFilters, Turn
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 4000
@@ -92,8 +94,11 @@ class ChatEngine:
         return (conversation.mode if conversation else None) or self.settings.chat_mode
 
     def _input(self, session_id: str, question: str, filters: SearchFilters | None, model: str | None,
-               mode: str | None = None, replace_last: bool = False) -> tuple[TurnInput, Turn | None]:
-        """The graph's input, from one read of the conversation; and the turn it replaces."""
+               mode: str | None = None, replace_last: bool = False,
+               history: list[Exchange] | None = None) -> tuple[TurnInput, Turn | None]:
+        """The graph's input, from one read of the conversation; and the turn it replaces.
+        ``history``: the earlier exchanges a caller keeps itself (the HTTP API), instead of
+        the conversation's stored ones."""
         validate_session_id(session_id)
         question = check_question(question)
         conversation = self.history.conversation(session_id)  # the turn's one read of its conversation
@@ -114,14 +119,17 @@ class ChatEngine:
             question=question,
             filters=filters if filters and not filters.is_empty() else None,
             model_id=choice.id,
-            history=recent_exchanges(turns, self.settings.history_turns, self.settings.history_tokens,
-                                     before=replacing.id if replacing else None),
+            history=within_budget(history, self.settings.history_turns, self.settings.history_tokens)
+            if history is not None else
+            recent_exchanges(turns, self.settings.history_turns, self.settings.history_tokens,
+                             before=replacing.id if replacing else None),
             conversation=conversation,
         ), replacing
 
     def stream(self, session_id: str, question: str, filters: SearchFilters | None = None,
                model: str | None = None, mode: str | None = None,
-               replace_last: bool = False) -> Iterator[ChatEvent]:
+               replace_last: bool = False, *, history: list[Exchange] | None = None, record: bool = True,
+               cancel: threading.Event | None = None) -> Iterator[ChatEvent]:
         """Run one turn, yielding its events (``graph/events.py``); the last is ``done``,
         with the recorded Turn.
 
@@ -131,16 +139,27 @@ class ChatEngine:
         own, else the setting's. With ``replace_last`` the new turn replaces the
         conversation's latest one (edit and resend; see :meth:`stream_regenerate`): it is
         answered with the history before it, and the old turn stays in the export only.
-        Nothing is replaced when the question is refused or the turn fails."""
-        state, replacing = self._input(session_id, question, filters, model, mode, replace_last)
+        Nothing is replaced when the question is refused or the turn fails.
+
+        For a caller that keeps the conversation itself (the HTTP API): ``history`` is the
+        earlier exchanges, oldest first (instead of the session's stored ones; trimmed to the
+        same budget), and with ``record`` False the turn is answered but not stored (``done``'s
+        turn has no id). ``cancel``, once set, stops the turn: a model's answer stream at once
+        (TurnCancelled), else after the step under way; closing the generator stops it too.
+        Either way nothing of it is recorded."""
+        state, replacing = self._input(session_id, question, filters, model, mode, replace_last, history)
         final: dict = {}
         try:
-            context = replace(self.context, budget=TurnBudget(self.settings.llm_timeout_s))
-            for mode, payload in self.graph.stream(state, context=context, stream_mode=["custom", "values"]):
-                if mode == "custom":
-                    yield payload
-                else:
-                    final = payload
+            budget = TurnBudget(self.settings.llm_timeout_s, cancelled=cancel or threading.Event())
+            context = replace(self.context, budget=budget, record=record)
+            with closing(self.graph.stream(state, context=context, stream_mode=["custom", "values"])) as steps:
+                for mode, payload in steps:
+                    if budget.cancelled.is_set():
+                        raise TurnCancelled("the asker went away: the turn was stopped, nothing was recorded")
+                    if mode == "custom":
+                        yield payload
+                    else:
+                        final = payload
         except RagkitError:
             raise
         except Exception as exc:  # a bug: keep its traceback in the log, tell the user in words

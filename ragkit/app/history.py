@@ -526,14 +526,22 @@ def recent_exchanges(turns: list[Turn], max_turns: int, max_tokens: int, before:
     ``before`` (a turn id), only the turns asked before that one (a turn being replaced
     is not its own history)."""
     earlier = [turn for turn in turns if before is None or turn.id < before]
+    exchanges = [Exchange(turn.standalone_question or turn.question, turn.answer,
+                          (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else "")
+                 for turn in earlier[-max_turns:]] if max_turns else []
+    return within_budget(exchanges, max_turns, max_tokens)
+
+
+def within_budget(exchanges: list[Exchange], max_turns: int, max_tokens: int) -> list[Exchange]:
+    """The last of ``exchanges`` (oldest first) that fit ``max_turns`` and ``max_tokens`` (the
+    question's and answer's tokens; the newest always, however long), oldest first."""
     picked: list[Exchange] = []
     used = 0
-    for turn in reversed(earlier[-max_turns:] if max_turns else []):
-        cost = count_tokens(turn.question) + count_tokens(turn.answer)
+    for exchange in reversed(exchanges[-max_turns:] if max_turns else []):
+        cost = count_tokens(exchange.question) + count_tokens(exchange.answer)
         if picked and used + cost > max_tokens:
             break
-        evidence = (turn.sources or turn.closest)[0].text if (turn.sources or turn.closest) else ""
-        picked.insert(0, Exchange(turn.standalone_question or turn.question, turn.answer, evidence))
+        picked.insert(0, exchange)
         used += cost
     return picked
 

@@ -33,6 +33,7 @@ class RagContext:
     # ``eval --answers`` measures, the answerer on every question rather than the judge.
     always_answer: bool = False
     budget: TurnBudget | None = None  # this turn's model waiting and structured calls (``ChatEngine`` sets it)
+    record: bool = True  # False: the turn is answered but not kept (an HTTP API turn without a session)
 
     def choice(self, state: RagState) -> ModelChoice:
         """The model this turn answers with (the offline answerer is one of the choices)."""

@@ -28,6 +28,8 @@ class TurnBudget:
     limit_s: float
     waited_s: float = 0.0
     structured_calls: int = 0
+    # set when the asker went away (an HTTP client hung up): the answer stream stops at once
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def remaining(self) -> float:

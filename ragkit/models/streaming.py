@@ -19,7 +19,7 @@ import openai
 from langchain_core.messages import SystemMessage
 
 from ragkit.config import Settings
-from ragkit.errors import ContextTooSmall, ModelTimeout, StreamBroken, UnusableAnswer
+from ragkit.errors import ContextTooSmall, ModelTimeout, StreamBroken, TurnCancelled, UnusableAnswer
 from ragkit.events import EventWriter, status, token
 from ragkit.lang.text import count_tokens, split_sentences
 from ragkit.models.budget import TurnBudget
@@ -69,6 +69,8 @@ def stream_with_deadline(client, messages, idle_s: float, on_wait: Callable[[flo
     finished = False
     try:
         while True:
+            if budget and budget.cancelled.is_set():
+                raise TurnCancelled("the asker went away: the answer stream was stopped")
             waited = time.monotonic() - last_heard
             left = allowance - silent - waited
             if left <= 0:

@@ -23,7 +23,7 @@ from ragkit.answering.citations import focus_quotes, sources_from_hits, validate
 from ragkit.answering.extractive import extractive_answer
 from ragkit.answering.grading import grade_evidence
 from ragkit.answering.screening import ScreenedAnswer, screened_step
-from ragkit.errors import ContextTooSmall, ModelTimeout, StreamBroken, UnusableAnswer
+from ragkit.errors import ContextTooSmall, ModelTimeout, StreamBroken, TurnCancelled, UnusableAnswer
 from ragkit.graph.chain import MIN_MODEL_TIME_S, answer_attempts
 from ragkit.graph.context import RagContext
 from ragkit.graph.nodes.memory import memory_note
@@ -76,6 +76,8 @@ def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
     fitted: list[Fitted] = []  # the prompt as fitted, for the trace even when the model fails
     try:
         result = model_answer(state, runtime, choice, fitted)
+    except TurnCancelled:
+        raise  # nobody is waiting for an answer: no other model, no offline answer
     except Exception as exc:
         error = model_error(exc, choice, fitted)
         log.warning("model answer by %s failed: %s", choice.model, error)

@@ -23,6 +23,8 @@ def record(state: RagState, runtime: Runtime[RagContext]) -> dict:
         error=state.error, filters=asdict(state.filters) if state.filters else {}, found=state.found,
         closest=state.closest, trace=list(state.trace),
     )
+    if not runtime.context.record:  # answered for a caller that keeps the conversation itself (the HTTP API)
+        return {"turn": turn}
     try:
         runtime.context.history.add_turn(state.session_id, turn)
     except (ReadOnlyDataDir, StorageFull) as exc:  # the answer still reaches the user, unsaved (id None)
